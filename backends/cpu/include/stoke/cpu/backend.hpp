@@ -1,0 +1,39 @@
+#pragma once
+/// @file
+/// `cpu::Backend`: the CPU backend, whose devices are logical.
+
+#include <cstddef>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <vector>
+
+#include <stoke/cpu/device.hpp>
+
+namespace stoke::cpu {
+
+/// The CPU backend. Its devices are logical; how many are visible is set by the
+/// environment variable `STOKE_CPU_DEVICES` (default: the number of hardware threads).
+struct Backend {
+  using Device = cpu::Device;  ///< `cpu:N`
+
+  /// `"cpu"`.
+  static constexpr std::string_view name() noexcept { return "cpu"; }
+
+  /// The visible logical devices `cpu:0 .. cpu:N-1`.
+  static std::vector<Device> devices() {
+    std::size_t count = std::thread::hardware_concurrency();
+    if (const char* env = std::getenv("STOKE_CPU_DEVICES")) count = std::stoul(env);
+    return devices(count == 0 ? 1 : count);
+  }
+
+  /// The first `count` logical devices.
+  static std::vector<Device> devices(std::size_t count) {
+    std::vector<Device> out(count);
+    for (std::size_t i = 0; i < count; ++i) out[i].index = i;
+    return out;
+  }
+};
+
+}  // namespace stoke::cpu

@@ -1,0 +1,5 @@
+# Finds the libraries stoke's core needs and says what was found.
+find_package(Threads REQUIRED)
+find_package(Eigen3 3.4 REQUIRED NO_MODULE)
+find_package(range-v3 REQUIRED)
+message(STATUS "stoke: Eigen ${Eigen3_VERSION}, range-v3 ${range-v3_VERSION}")

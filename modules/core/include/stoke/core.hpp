@@ -1,0 +1,8 @@
+#pragma once
+/// @file
+/// The core: devices, backends, errors, counter-based random numbers.
+
+#include <stoke/core/backend.hpp>
+#include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
+#include <stoke/core/rng.hpp>

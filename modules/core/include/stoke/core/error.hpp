@@ -1,0 +1,65 @@
+#pragma once
+/// @file
+/// stoke's exception types: one base carrying the source location, one for data errors.
+
+#include <cstddef>
+#include <source_location>
+#include <stdexcept>
+#include <string>
+
+namespace stoke {
+
+/// Base of every exception stoke throws; remembers where in stoke it was thrown.
+class Error : public std::runtime_error {
+ public:
+  /// An error with a message; `where` defaults to the throwing call site.
+  explicit Error(const std::string& message,
+                 std::source_location where = std::source_location::current())
+      : std::runtime_error(message), where_(where) {}
+
+  /// The place in the source that raised the error.
+  [[nodiscard]] const std::source_location& where() const noexcept { return where_; }
+
+ private:
+  std::source_location where_;
+};
+
+/// Bad input: a file, a record or a value that cannot be used, named with path and offset.
+class InputError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Where a failed sample was being loaded: which epoch, step, dataset index, worker and device.
+struct DataErrorContext {
+  std::size_t epoch = 0;  ///< the epoch being loaded
+  std::size_t step = 0;   ///< the batch's step within the loader's epoch
+  std::size_t index = 0;  ///< the dataset index being read, or the batch's first index
+  std::string stage;      ///< `"get"` (reading the sample) or `"batch"` (the batcher)
+  std::string worker;     ///< `"caller"` or `"worker N"`
+  std::string device;     ///< the device the batch was for
+};
+
+/// An exception from `Dataset::get` or `Batcher::batch`, rethrown in the consumer's thread.
+///
+/// The original exception is nested (`std::rethrow_if_nested`); `what()` names the dataset
+/// index, the worker and the device, then the original message.
+class DataError : public Error, public std::nested_exception {
+ public:
+  /// Wraps the exception in flight (call from a `catch` block).
+  DataError(DataErrorContext context, const std::string& cause)
+      : Error(describe(context, cause)), context_(std::move(context)) {}
+
+  /// Where the failure happened.
+  [[nodiscard]] const DataErrorContext& context() const noexcept { return context_; }
+
+ private:
+  static std::string describe(const DataErrorContext& c, const std::string& cause) {
+    return "stoke: " + c.stage + " failed at dataset index " + std::to_string(c.index) +
+           " (epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step) + ", " +
+           c.worker + ", device " + c.device + "): " + cause;
+  }
+  DataErrorContext context_;
+};
+
+}  // namespace stoke

@@ -1,0 +1,15 @@
+#pragma once
+/// @file
+/// The data module: datasets, batchers, loaders, splitting.
+
+#include <stoke/data/batch.hpp>
+#include <stoke/data/batch_loader.hpp>
+#include <stoke/data/batcher.hpp>
+#include <stoke/data/builder.hpp>
+#include <stoke/data/dataloader.hpp>
+#include <stoke/data/dataset.hpp>
+#include <stoke/data/multithread_loader.hpp>
+#include <stoke/data/options.hpp>
+#include <stoke/data/order.hpp>
+#include <stoke/data/plan.hpp>
+#include <stoke/data/split.hpp>

@@ -1,0 +1,92 @@
+#pragma once
+/// @file
+/// `DataLoaderBuilder`: the fluent way to configure and build a loader.
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <utility>
+
+#include <stoke/data/batch_loader.hpp>
+#include <stoke/data/multithread_loader.hpp>
+#include <stoke/data/options.hpp>
+
+namespace stoke {
+
+/// Configures a loader for backend `B` around a batcher, then builds it over a dataset:
+///
+///     auto loader = stoke::DataLoaderBuilder<cpu::Backend, MyBatcher>(batcher)
+///                       .batch_size(64).shuffle(42).num_workers(2).build(dataset);
+template <Backend B, class T>
+class DataLoaderBuilder {
+ public:
+  /// Starts from default options: batch size 1, no shuffle, one worker, prefetch 2.
+  explicit DataLoaderBuilder(T batcher) : batcher_(std::move(batcher)) {}
+
+  /// Samples per batch (at least 1).
+  DataLoaderBuilder& batch_size(std::size_t size) {
+    if (size == 0) throw std::invalid_argument("stoke: batch_size must be at least 1");
+    options_.batch_size = size;
+    return *this;
+  }
+  /// Visits samples in a new random order every epoch, keyed by `seed`.
+  DataLoaderBuilder& shuffle(std::uint64_t seed) {
+    options_.shuffle = true;
+    options_.seed = seed;
+    return *this;
+  }
+  /// Key for per-sample randomness without shuffling the order.
+  DataLoaderBuilder& seed(std::uint64_t seed) {
+    options_.seed = seed;
+    return *this;
+  }
+  /// Worker threads of the multithread loader (0: batches are made in the caller's thread).
+  DataLoaderBuilder& num_workers(std::size_t workers) {
+    options_.num_workers = workers;
+    return *this;
+  }
+  /// Batches made ahead of the consumer (at least 1): the bound on memory in flight.
+  DataLoaderBuilder& prefetch(std::size_t depth) {
+    if (depth == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
+    options_.prefetch = depth;
+    return *this;
+  }
+  /// The device batches are made for (default: the backend's default device value).
+  DataLoaderBuilder& device(device_t<B> device) {
+    device_ = std::move(device);
+    return *this;
+  }
+  /// Drops the samples that do not fill a last batch (or a last round across parts).
+  DataLoaderBuilder& drop_last() { return remainder(Remainder::drop); }
+  /// Pads the last batch (or round) by wrapping around; padding is reported per batch.
+  DataLoaderBuilder& pad() { return remainder(Remainder::pad); }
+  /// What happens to the samples left over at the end of an epoch.
+  DataLoaderBuilder& remainder(Remainder policy) {
+    options_.remainder = policy;
+    return *this;
+  }
+
+  /// The options so far.
+  [[nodiscard]] const LoaderOptions& options() const noexcept { return options_; }
+
+  /// A multithread loader over `dataset`.
+  template <Dataset S>
+    requires Batcher<T, B, dataset_item_t<S>>
+  [[nodiscard]] MultiThreadLoader<S, T, B> build(S dataset) const {
+    return MultiThreadLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
+  }
+
+  /// A loader over `dataset` that makes batches in the caller's thread.
+  template <Dataset S>
+    requires Batcher<T, B, dataset_item_t<S>>
+  [[nodiscard]] BatchLoader<S, T, B> build_batch_loader(S dataset) const {
+    return BatchLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
+  }
+
+ private:
+  T batcher_;
+  LoaderOptions options_;
+  device_t<B> device_{};
+};
+
+}  // namespace stoke

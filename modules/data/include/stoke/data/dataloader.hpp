@@ -1,0 +1,43 @@
+#pragma once
+/// @file
+/// The `DataLoader` concept: something that yields an epoch of batches for one device and
+/// can be narrowed to a slice of its epoch.
+
+#include <concepts>
+#include <cstddef>
+#include <ranges>
+
+#include <stoke/core/device.hpp>
+
+namespace stoke {
+
+/// A data loader yields the batches of one epoch at a time for one device.
+///
+/// Requirements:
+/// 1. `L::device_type` models `Device`; `L::batch_type` is what the epoch range yields;
+/// 2. `l.iter()` returns an input range over the next epoch's batches (and advances the
+///    epoch, so every call sees a new order when shuffling);
+/// 3. `l.num_items()` is the number of items the next epoch yields;
+/// 4. `l.set_device(d)` makes later batches for device `d`;
+/// 5. `l.slice(begin, end)` returns a loader of the same type over positions
+///    `[begin, end)` of each epoch's order (not of dataset indices), so slices of one loader
+///    are disjoint and are re-drawn every epoch.
+template <class L>
+concept DataLoader = std::copy_constructible<L> &&
+                     requires(L& loader, const L& const_loader,
+                              const typename L::device_type& device, std::size_t position) {
+                       typename L::batch_type;
+                       requires Device<typename L::device_type>;
+                       { loader.iter() } -> std::ranges::input_range;
+                       { const_loader.num_items() } -> std::convertible_to<std::size_t>;
+                       loader.set_device(device);
+                       { const_loader.slice(position, position) } -> std::same_as<L>;
+                     };
+
+/// A loader that can also be split into interleaved parts of equal batch counts.
+template <class L>
+concept SplittableLoader = DataLoader<L> && requires(const L& loader, std::size_t count) {
+  { loader.part(count, count) } -> std::same_as<L>;
+};
+
+}  // namespace stoke
