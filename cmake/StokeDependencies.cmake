@@ -2,4 +2,5 @@
 find_package(Threads REQUIRED)
 find_package(Eigen3 3.4 REQUIRED NO_MODULE)
 find_package(range-v3 REQUIRED)
+find_package(ZLIB REQUIRED)
 message(STATUS "stoke: Eigen ${Eigen3_VERSION}, range-v3 ${range-v3_VERSION}")
