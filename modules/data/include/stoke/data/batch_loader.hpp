@@ -18,9 +18,7 @@ class BatchLoader : public detail::LoaderBase<BatchLoader<S, T, B>, S, T, B> {
   using typename Base::device_type;
 
   /// The batches of the next epoch, in order; advances the epoch.
-  [[nodiscard]] detail::BatchRange<batch_type> iter() {
-    return this->iter_in_caller(this->begin_epoch());
-  }
+  [[nodiscard]] detail::BatchRange<batch_type> iter() { return this->iter_in_caller(); }
 };
 
 }  // namespace stoke

@@ -35,6 +35,13 @@ class DataLoaderBuilder {
     options_.seed = seed;
     return *this;
   }
+  /// Shuffles the order of the dataset's shards, then the samples within each shard, keyed
+  /// by `seed`, so consecutive batches come from one shard (needs `ShardedDataset`).
+  DataLoaderBuilder& shuffle_shards(std::uint64_t seed) {
+    shuffle(seed);
+    options_.shard_aware = true;
+    return *this;
+  }
   /// Key for per-sample randomness without shuffling the order.
   DataLoaderBuilder& seed(std::uint64_t seed) {
     options_.seed = seed;

@@ -50,18 +50,18 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
   /// The batches of the next epoch, in order; advances the epoch. Starts the workers on the
   /// first call. A range still open from an earlier call is abandoned.
   [[nodiscard]] detail::BatchRange<batch_type> iter() {
-    if (this->options().num_workers == 0) return this->iter_in_caller(this->begin_epoch());
-    auto layout = std::make_shared<const EpochLayout>(this->begin_epoch());
-    const Base& loader = *this;
-    if (!pool_)
+    if (this->options().num_workers == 0) return this->iter_in_caller();
+    if (!pool_) {
       pool_ = std::make_shared<Pool>(this->options().num_workers, this->options().prefetch);
-    const std::size_t generation =
-        pool_->start(layout->num_batches, [loader, layout](std::size_t step, std::size_t worker) {
-          return loader.make_batch(*layout, step, "worker " + std::to_string(worker));
+    }
+    auto work = this->begin_epoch();
+    const Base& loader = *this;
+    const std::size_t generation = pool_->start(
+        work->layout.num_batches, [loader, work](std::size_t step, std::size_t worker) {
+          return loader.make_batch(*work, step, "worker " + std::to_string(worker));
         });
-    return detail::BatchRange<batch_type>(
-        [pool = pool_, generation] { return pool->take(generation); },
-        [pool = pool_, generation] { pool->cancel(generation); });
+    return this->deliver([pool = pool_, generation] { return pool->take(generation); },
+                         [pool = pool_, generation] { pool->cancel(generation); });
   }
 
   /// Whether the worker threads have been started (they start on the first `iter()`).

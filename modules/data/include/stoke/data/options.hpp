@@ -11,9 +11,10 @@ namespace stoke {
 
 /// The settings of a loader; `DataLoaderBuilder` fills them in.
 struct LoaderOptions {
-  std::size_t batch_size = 1;                ///< samples per batch
-  bool shuffle = false;                      ///< visit samples in a new random order each epoch
-  std::uint64_t seed = 0;                    ///< key of the epoch order and per-sample randomness
+  std::size_t batch_size = 1;  ///< samples per batch
+  bool shuffle = false;        ///< visit samples in a new random order each epoch
+  bool shard_aware = false;    ///< shuffle shard order, then within shards (`ShardedDataset`)
+  std::uint64_t seed = 0;      ///< key of the epoch order and per-sample randomness
   Remainder remainder = Remainder::partial;  ///< what happens to the samples left over
   std::size_t num_workers = 1;               ///< worker threads (multithread loader; 0: caller)
   std::size_t prefetch = 2;                  ///< batches made ahead of the consumer, per loader

@@ -109,6 +109,14 @@ class Plan {
     return parts;
   }
 
+  /// Whether any step is a slice (a slice has no place in the epoch-wide count of a state).
+  [[nodiscard]] bool has_slices() const noexcept {
+    for (const auto& step : steps_) {
+      if (std::holds_alternative<SliceStep>(step)) return true;
+    }
+    return false;
+  }
+
   /// The layout of `epoch`.
   [[nodiscard]] EpochLayout layout(std::size_t epoch) const {
     EpochLayout out;

@@ -5,9 +5,11 @@
 #include <cstddef>
 #include <ranges>
 #include <stdexcept>
+#include <string>
 #include <vector>
 
 #include <stoke/data/dataloader.hpp>
+#include <stoke/data/state.hpp>
 
 namespace stoke {
 
@@ -34,6 +36,29 @@ template <SplittableLoader L, std::ranges::input_range Devices>
     parts.back().set_device(device);
   }
   return parts;
+}
+
+/// The part of `loader` for `rank` of `world_size` ranks: every `world_size`-th batch,
+/// starting with batch `rank`, by the same rule as `split`. Splitting a rank's part over its
+/// local devices equals one split over all devices of all ranks.
+template <SplittableLoader L>
+[[nodiscard]] L rank_part(const L& loader, std::size_t rank, std::size_t world_size) {
+  return loader.part(world_size, rank);
+}
+
+/// The state of a split whose parts run in lockstep (every part delivered the same number of
+/// batches); refuses parts that are not in lockstep.
+template <SplittableLoader L>
+[[nodiscard]] LoaderState split_state(const std::vector<L>& parts) {
+  if (parts.empty()) throw std::invalid_argument("stoke: split_state needs at least one part");
+  const LoaderState state = parts.front().state();
+  for (std::size_t k = 1; k < parts.size(); ++k) {
+    if (parts[k].state() != state) {
+      throw std::logic_error("stoke: split_state: part " + std::to_string(k) +
+                             " is not in lockstep with part 0");
+    }
+  }
+  return state;
 }
 
 }  // namespace stoke

@@ -47,8 +47,8 @@ class BatchRange {
       return *this;
     }
     void operator++(int) { ++*this; }
-    friend bool operator==(const iterator& it, std::default_sentinel_t) {
-      return it.range_ == nullptr || !it.range_->current_.has_value();
+    bool operator==(std::default_sentinel_t) const {
+      return range_ == nullptr || !range_->current_.has_value();
     }
 
    private:

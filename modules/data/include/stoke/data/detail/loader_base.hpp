@@ -1,16 +1,19 @@
 #pragma once
 /// @file
 /// What every stoke loader shares: the dataset and batcher, the device, the plan of which
-/// positions each epoch reads, the epoch counter, and how one batch is made.
+/// positions each epoch reads, the epoch counter and progress, and how one batch is made.
 
 #include <algorithm>
 #include <cstddef>
 #include <exception>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <stdexcept>
 #include <string>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include <stoke/core/backend.hpp>
@@ -22,14 +25,49 @@
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
 #include <stoke/data/plan.hpp>
+#include <stoke/data/sample_context.hpp>
+#include <stoke/data/sharded_order.hpp>
+#include <stoke/data/state.hpp>
 
 namespace stoke::detail {
 
-/// The dataset and batcher, shared (immutable) by a loader, its copies, slices and workers.
+/// The dataset, batcher and shard table, shared (immutable) by a loader, its copies, slices
+/// and workers.
 template <class S, class T>
 struct LoaderSource {
   S dataset;
   T batcher;
+  std::shared_ptr<const ShardTable> shards;  ///< set for shard-aware shuffling
+};
+
+/// The order of one epoch: plain (identity or Feistel) or shard-aware.
+class AnyEpochOrder {
+ public:
+  explicit AnyEpochOrder(EpochOrder order) : order_(std::move(order)) {}
+  explicit AnyEpochOrder(ShardedEpochOrder order) : order_(std::move(order)) {}
+  /// The dataset index at `position`.
+  [[nodiscard]] std::size_t operator()(std::size_t position) const {
+    return std::visit([position](const auto& order) { return order(position); }, order_);
+  }
+
+ private:
+  std::variant<EpochOrder, ShardedEpochOrder> order_;
+};
+
+/// One epoch being loaded: its layout and its order, computed once and shared by workers.
+struct EpochWork {
+  EpochLayout layout;
+  AnyEpochOrder order;
+};
+
+/// How far the consumer got in the epoch it iterates; shared with that epoch's range.
+struct Progress {
+  std::mutex mutex;
+  bool active = false;        ///< an epoch was started with `iter()`
+  std::size_t epoch = 0;      ///< the epoch started last
+  std::size_t delivered = 0;  ///< its batches handed to the consumer
+  std::size_t num_batches = 0;
+  std::size_t offset = 0;  ///< positions of that epoch skipped on resume
 };
 
 /// Base of `BatchLoader` and `MultiThreadLoader` (CRTP: `slice` and `part` return `Derived`).
@@ -43,12 +81,33 @@ class LoaderBase {
 
   /// A loader over `dataset`, batching with `batcher` for `device`.
   LoaderBase(S dataset, T batcher, const LoaderOptions& options, device_type device = {})
-      : source_(std::make_shared<const LoaderSource<S, T>>(
-            LoaderSource<S, T>{std::move(dataset), std::move(batcher)})),
+      : source_(make_source(std::move(dataset), std::move(batcher), options)),
         device_(std::move(device)),
         options_(options),
         plan_(static_cast<std::size_t>(source_->dataset.size()), options.batch_size,
               options.remainder) {}
+
+  /// A copy shares the dataset and batcher, and starts with the same epoch and progress.
+  LoaderBase(const LoaderBase& other)
+      : source_(other.source_),
+        device_(other.device_),
+        options_(other.options_),
+        plan_(other.plan_),
+        next_epoch_(other.next_epoch_) {
+    std::lock_guard lock(other.progress_->mutex);
+    progress_->active = other.progress_->active;
+    progress_->epoch = other.progress_->epoch;
+    progress_->delivered = other.progress_->delivered;
+    progress_->num_batches = other.progress_->num_batches;
+    progress_->offset = other.progress_->offset;
+  }
+  LoaderBase& operator=(const LoaderBase& other) {
+    if (this != &other) *this = LoaderBase(other);
+    return *this;
+  }
+  LoaderBase(LoaderBase&&) noexcept = default;
+  LoaderBase& operator=(LoaderBase&&) noexcept = default;
+  ~LoaderBase() = default;
 
   /// Items the next epoch yields, padding included.
   [[nodiscard]] std::size_t num_items() const { return plan_.layout(next_epoch_).length; }
@@ -64,7 +123,7 @@ class LoaderBase {
 
   /// The epoch the next `iter()` loads; each `iter()` advances it by one.
   [[nodiscard]] std::size_t epoch() const noexcept { return next_epoch_; }
-  /// Makes the next `iter()` load `epoch`.
+  /// Makes the next `iter()` load `epoch` from its start.
   void set_epoch(std::size_t epoch) noexcept { next_epoch_ = epoch; }
 
   /// The loader's settings.
@@ -91,24 +150,82 @@ class LoaderBase {
     return copy;
   }
 
-  /// The order of `epoch`: a keyed bijection from positions to dataset indices.
-  [[nodiscard]] EpochOrder order(std::size_t epoch) const {
-    const std::size_t size = plan_.dataset_size();
-    return options_.shuffle ? EpochOrder(size, options_.seed, epoch) : EpochOrder(size);
+  /// Where this loader stands: {seed, epoch, positions of the epoch consumed by all parts of
+  /// its split together}. Taken inside the loop body, it counts the batch being processed.
+  /// Defined for a loader and its parts, not for slices.
+  [[nodiscard]] LoaderState state() const {
+    if (plan_.has_slices()) {
+      throw std::logic_error(
+          "stoke: state() is defined for a loader and its split parts, not for a slice");
+    }
+    LoaderState state{options_.seed,        next_epoch_,      0,
+                      plan_.dataset_size(), options_.shuffle, options_.shard_aware};
+    std::lock_guard lock(progress_->mutex);
+    if (!progress_->active || progress_->delivered >= progress_->num_batches) {
+      const EpochLayout next = plan_.layout(next_epoch_);
+      state.consumed = next.offset;
+      return state;
+    }
+    const std::size_t consumed =
+        progress_->offset + progress_->delivered * plan_.batch_size() * plan_.part_count();
+    if (consumed >= plan_.dataset_size()) return state;  // only padding is left
+    state.epoch = progress_->epoch;
+    state.consumed = consumed;
+    return state;
   }
 
-  /// Makes batch `step` of the epoch laid out by `layout`, in the calling thread.
-  /// Failures are rethrown as `DataError` naming the index, `worker` and device.
-  [[nodiscard]] batch_type make_batch(const EpochLayout& layout, std::size_t step,
+  /// Resumes from `state`: the next `iter()` loads the rest of `state.epoch`. The remaining
+  /// positions are split over this loader's parts, whatever their number was when the state
+  /// was taken. A state of another dataset size, seed or order is refused naming the mismatch.
+  void restore(const LoaderState& state) {
+    const auto mismatch = [](const char* what, auto saved, auto here) {
+      throw InputError(std::string("stoke: cannot restore loader state: it was saved with ") +
+                       what + " " + std::to_string(saved) + ", this loader has " +
+                       std::to_string(here));
+    };
+    if (state.dataset_size != plan_.dataset_size()) {
+      mismatch("dataset size", state.dataset_size, plan_.dataset_size());
+    }
+    if (state.shuffle != options_.shuffle) mismatch("shuffle", state.shuffle, options_.shuffle);
+    if (state.shard_aware != options_.shard_aware) {
+      mismatch("shard_aware", state.shard_aware, options_.shard_aware);
+    }
+    if (state.seed != options_.seed) mismatch("seed", state.seed, options_.seed);
+    if (state.consumed > state.dataset_size) {
+      mismatch("consumed positions beyond the dataset size", state.consumed, state.dataset_size);
+    }
+    next_epoch_ = state.epoch;
+    plan_.resume_at(state.epoch, state.consumed);
+    std::lock_guard lock(progress_->mutex);
+    progress_->active = false;
+  }
+
+  /// The order of `epoch`: a bijection from positions to dataset indices.
+  [[nodiscard]] AnyEpochOrder order(std::size_t epoch) const {
+    const std::size_t size = plan_.dataset_size();
+    if (source_->shards)
+      return AnyEpochOrder(ShardedEpochOrder(source_->shards, options_.seed, epoch));
+    return AnyEpochOrder(options_.shuffle ? EpochOrder(size, options_.seed, epoch)
+                                          : EpochOrder(size));
+  }
+
+  /// Makes batch `step` of `work`, in the calling thread. While it reads and batches,
+  /// `stoke::sample_rng()` gives each sample's stream. Failures are rethrown as `DataError`
+  /// naming the index, `worker` and device.
+  [[nodiscard]] batch_type make_batch(const EpochWork& work, std::size_t step,
                                       const std::string& worker) const {
+    const EpochLayout& layout = work.layout;
     const std::size_t b = plan_.batch_size();
     const std::size_t first = step * b;
     const std::size_t count = std::min(b, layout.length - first);
-    const EpochOrder order = this->order(layout.epoch);
     std::vector<std::size_t> indices(count);
-    for (std::size_t i = 0; i < count; ++i) indices[i] = order(plan_.locate(layout, first + i));
+    for (std::size_t i = 0; i < count; ++i) {
+      indices[i] = work.order(plan_.locate(layout, first + i));
+    }
     const std::size_t padding = first + count - std::clamp(layout.pad_from, first, first + count);
 
+    SampleContext context{options_.seed, layout.epoch, indices, std::nullopt};
+    const SampleContextScope scope(context);
     std::vector<item_type> items;
     items.reserve(count);
     const S& dataset = source_->dataset;
@@ -119,13 +236,15 @@ class LoaderBase {
         fail(layout, step, count == 0 ? 0 : indices.front(), "get_many", worker);
       }
     } else {
-      for (const std::size_t index : indices) {
+      for (std::size_t i = 0; i < count; ++i) {
+        context.item = i;
         try {
-          items.push_back(dataset.get(index));
+          items.push_back(dataset.get(indices[i]));
         } catch (...) {
-          fail(layout, step, index, "get", worker);
+          fail(layout, step, indices[i], "get", worker);
         }
       }
+      context.item.reset();
     }
     try {
       return batch_type{source_->batcher.batch(std::move(items), device_), layout.epoch, step,
@@ -136,20 +255,63 @@ class LoaderBase {
   }
 
  protected:
-  /// Lays out the next epoch and advances the epoch counter.
-  EpochLayout begin_epoch() { return plan_.layout(next_epoch_++); }
+  /// Lays out the next epoch, advances the epoch counter and resets the progress.
+  std::shared_ptr<const EpochWork> begin_epoch() {
+    const std::size_t epoch = next_epoch_++;
+    auto work = std::make_shared<const EpochWork>(EpochWork{plan_.layout(epoch), order(epoch)});
+    std::lock_guard lock(progress_->mutex);
+    progress_->active = true;
+    progress_->epoch = epoch;
+    progress_->delivered = 0;
+    progress_->num_batches = work->layout.num_batches;
+    progress_->offset = work->layout.offset;
+    return work;
+  }
 
-  /// The batches of `layout`, each made in the consumer's thread as the range advances.
-  [[nodiscard]] BatchRange<batch_type> iter_in_caller(EpochLayout layout) const {
-    auto epoch = std::make_shared<const EpochLayout>(std::move(layout));
-    auto step = std::make_shared<std::size_t>(0);
-    return BatchRange<batch_type>([loader = *this, epoch, step]() -> std::optional<batch_type> {
-      if (*step >= epoch->num_batches) return std::nullopt;
-      return loader.make_batch(*epoch, (*step)++, "caller");
-    });
+  /// A range over the epoch's batches pulled from `next`, counting each one delivered.
+  template <class Next>
+  [[nodiscard]] BatchRange<batch_type> deliver(Next next, std::function<void()> on_drop = {}) {
+    return BatchRange<batch_type>(
+        [next = std::move(next), progress = progress_]() mutable -> std::optional<batch_type> {
+          std::optional<batch_type> batch = next();
+          if (batch) {
+            std::lock_guard lock(progress->mutex);
+            ++progress->delivered;
+          }
+          return batch;
+        },
+        std::move(on_drop));
+  }
+
+  /// The batches of the next epoch, each made in the consumer's thread as the range advances.
+  [[nodiscard]] BatchRange<batch_type> iter_in_caller() {
+    auto work = begin_epoch();
+    return deliver(
+        [loader = *this, work, step = std::size_t{0}]() mutable -> std::optional<batch_type> {
+          if (step >= work->layout.num_batches) return std::nullopt;
+          return loader.make_batch(*work, step++, "caller");
+        });
   }
 
  private:
+  static std::shared_ptr<const LoaderSource<S, T>> make_source(S dataset, T batcher,
+                                                               const LoaderOptions& options) {
+    std::shared_ptr<const ShardTable> shards;
+    if (options.shard_aware) {
+      if constexpr (ShardedDataset<S>) {
+        const auto& begins = dataset.shard_begins();
+        shards = std::make_shared<const ShardTable>(
+            std::vector<std::size_t>(std::ranges::begin(begins), std::ranges::end(begins)),
+            static_cast<std::size_t>(dataset.size()));
+      } else {
+        throw std::invalid_argument(
+            "stoke: shard-aware shuffling needs a dataset with shard_begins()");
+      }
+    }
+    return std::make_shared<const LoaderSource<S, T>>(
+        LoaderSource<S, T>{std::move(dataset), std::move(batcher), std::move(shards)});
+  }
+
   [[noreturn]] void fail(const EpochLayout& layout, std::size_t step, std::size_t index,
                          const char* stage, const std::string& worker) const {
     std::string cause = "unknown exception";
@@ -170,6 +332,7 @@ class LoaderBase {
   LoaderOptions options_;
   Plan plan_;
   std::size_t next_epoch_ = 0;
+  std::shared_ptr<Progress> progress_ = std::make_shared<Progress>();
 };
 
 }  // namespace stoke::detail
