@@ -98,9 +98,10 @@ TEST(Split, FewerSamplesThanDevicesStillGivesEveryDeviceABatch) {
 
 TEST(Split, RefusesAPartialRemainderAndAnEmptyDeviceList) {
   auto loader = builder().batch_size(2).build(IotaDataset{10});
-  EXPECT_THROW(stoke::split(loader, Backend::devices(2)), std::invalid_argument);
+  EXPECT_THROW((void)stoke::split(loader, Backend::devices(2)), std::invalid_argument);
   auto padded = builder().batch_size(2).pad().build(IotaDataset{10});
-  EXPECT_THROW(stoke::split(padded, std::vector<stoke::cpu::Device>{}), std::invalid_argument);
+  EXPECT_THROW((void)stoke::split(padded, std::vector<stoke::cpu::Device>{}),
+               std::invalid_argument);
 }
 
 TEST(Split, SplittingASplitEqualsOneSplitOverAllDevices) {

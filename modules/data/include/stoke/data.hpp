@@ -14,5 +14,7 @@
 #include <stoke/data/plan.hpp>
 #include <stoke/data/sample_context.hpp>
 #include <stoke/data/sharded_order.hpp>
+#include <stoke/data/sources.hpp>
 #include <stoke/data/split.hpp>
 #include <stoke/data/state.hpp>
+#include <stoke/data/transforms.hpp>

@@ -27,7 +27,7 @@ class EpochOrder {
   EpochOrder(std::size_t size, std::uint64_t seed, std::uint64_t epoch) noexcept
       : size_(size), shuffled_(size > 1) {
     if (!shuffled_) return;
-    const int bits = std::bit_width(static_cast<std::uint64_t>(size - 1));
+    const int bits = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(size - 1)));
     half_bits_ = (bits + 1) / 2;
     if (half_bits_ == 0) half_bits_ = 1;
     half_mask_ = (std::uint64_t{1} << half_bits_) - 1;

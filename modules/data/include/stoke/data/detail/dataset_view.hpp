@@ -1,0 +1,31 @@
+#pragma once
+/// @file
+/// What every dataset view shares: the bounds check of `get` and the type `get` returns.
+
+#include <cstddef>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace stoke::detail {
+
+/// Exactly what `get` returns on a `const S` (a reference type where `S::get` returns one).
+template <class S>
+using get_result_t = decltype(std::declval<const S&>().get(std::size_t{}));
+
+/// Throws the `std::out_of_range` of `check_index` (kept out of line of the fast path).
+[[noreturn]] inline void throw_index_out_of_range(std::size_t index, std::size_t size,
+                                                  std::string_view dataset) {
+  throw std::out_of_range("stoke: " + std::string(dataset) + " index " + std::to_string(index) +
+                          " is out of range for size " + std::to_string(size));
+}
+
+/// Throws `std::out_of_range` naming `dataset`, `index` and `size` unless `index < size`.
+inline void check_index(std::size_t index, std::size_t size, std::string_view dataset) {
+  if (index >= size) [[unlikely]] {
+    throw_index_out_of_range(index, size, dataset);
+  }
+}
+
+}  // namespace stoke::detail

@@ -1,0 +1,210 @@
+// Tests of the dataset sources: InMemoryDataset and MmapRecordDataset.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <range/v3/range/conversion.hpp>
+#include <range/v3/view/iota.hpp>
+#include <range/v3/view/transform.hpp>
+#include <stoke/core/error.hpp>
+#include <stoke/data/dataset.hpp>
+#include <stoke/data/sources.hpp>
+
+namespace {
+
+using testing::AllOf;
+using testing::HasSubstr;
+
+static_assert(stoke::Dataset<stoke::InMemoryDataset<int>>);
+static_assert(stoke::Dataset<stoke::InMemoryDataset<std::string>>);
+static_assert(stoke::Dataset<stoke::MmapRecordDataset>);
+static_assert(std::is_same_v<decltype(std::declval<const stoke::InMemoryDataset<int>&>().get(0)),
+                             const int&>);
+static_assert(
+    std::is_same_v<stoke::dataset_item_t<stoke::MmapRecordDataset>, std::span<const std::byte>>);
+
+/// The message of the `E` that `fn` throws; fails the test when it throws nothing.
+template <class E, class Fn>
+std::string message_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const E& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return {};
+}
+
+/// A directory of its own for one test, removed with everything in it afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    const auto* test = testing::UnitTest::GetInstance()->current_test_info();
+    path_ = std::filesystem::temp_directory_path() /
+            ("stoke-" + std::string(test->test_suite_name()) + "-" + test->name() + "-" +
+             std::to_string(::getpid()));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+
+  /// Writes `bytes` to the file `name` in this directory; returns its path.
+  [[nodiscard]] std::filesystem::path write(const std::string& name,
+                                            const std::vector<std::byte>& bytes) const {
+    const auto file = path_ / name;
+    std::ofstream out(file, std::ios::binary);
+    out.write(reinterpret_cast<const char*>(bytes.data()),
+              static_cast<std::streamsize>(bytes.size()));
+    EXPECT_TRUE(out.good()) << "could not write " << file;
+    return file;
+  }
+
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// Bytes `0, 1, 2, ...` (mod 256), `count` of them.
+std::vector<std::byte> counting_bytes(std::size_t count) {
+  return ranges::views::iota(std::size_t{0}, count) |
+         ranges::views::transform([](std::size_t i) { return static_cast<std::byte>(i % 256); }) |
+         ranges::to<std::vector>();
+}
+
+// ---- InMemoryDataset ---------------------------------------------------------------------
+
+TEST(InMemoryDataset, ReturnsEveryItemByIndex) {
+  const stoke::InMemoryDataset<std::string> dataset({"a", "bb", "ccc"});
+  ASSERT_EQ(dataset.size(), 3u);
+  EXPECT_EQ(dataset.get(0), "a");
+  EXPECT_EQ(dataset.get(1), "bb");
+  EXPECT_EQ(dataset.get(2), "ccc");
+  EXPECT_EQ(&dataset.get(2), &dataset.items()[2]);
+}
+
+TEST(InMemoryDataset, CopiesShareTheStorage) {
+  const stoke::InMemoryDataset<int> dataset(std::vector<int>{7, 8, 9});
+  const auto copy = dataset;
+  EXPECT_EQ(&copy.get(0), &dataset.get(0));
+  EXPECT_EQ(&copy.get(2), &dataset.get(2));
+}
+
+TEST(InMemoryDataset, GetManyAppendsTheRequestedItemsInOrder) {
+  const stoke::InMemoryDataset<int> dataset(std::vector<int>{10, 11, 12, 13, 14});
+  std::vector<int> out{-1};
+  const std::vector<std::size_t> indices{4, 0, 2, 2};
+  dataset.get_many(indices, out);
+  EXPECT_EQ(out, (std::vector<int>{-1, 14, 10, 12, 12}));
+}
+
+TEST(InMemoryDataset, OutOfRangeIndexNamesTheIndexAndTheSizeAndGetManyAppendsNothing) {
+  const stoke::InMemoryDataset<int> dataset(std::vector<int>{1, 2, 3});
+  EXPECT_THAT(message_of<std::out_of_range>([&] { (void)dataset.get(7); }),
+              AllOf(HasSubstr("index 7"), HasSubstr("size 3")));
+  std::vector<int> out;
+  const std::vector<std::size_t> indices{0, 1, 3};
+  EXPECT_THAT(message_of<std::out_of_range>([&] { dataset.get_many(indices, out); }),
+              AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
+  EXPECT_TRUE(out.empty());
+}
+
+// ---- MmapRecordDataset -------------------------------------------------------------------
+
+TEST(MmapRecordDataset, ReadsFixedSizeRecordsInOrder) {
+  const TempDir dir;
+  const auto file = dir.write("records.bin", counting_bytes(5 * 8));
+  const stoke::MmapRecordDataset dataset(file, 8);
+  EXPECT_EQ(dataset.size(), 5u);
+  EXPECT_EQ(dataset.record_size(), 8u);
+  EXPECT_EQ(dataset.path(), file);
+  for (std::size_t i = 0; i < dataset.size(); ++i) {
+    const std::span<const std::byte> record = dataset.get(i);
+    ASSERT_EQ(record.size(), 8u);
+    for (std::size_t j = 0; j < record.size(); ++j) {
+      EXPECT_EQ(std::to_integer<std::size_t>(record[j]), i * 8 + j) << "record " << i;
+    }
+  }
+}
+
+TEST(MmapRecordDataset, ReturnsSpansIntoTheMappingWithoutCopying) {
+  const TempDir dir;
+  const stoke::MmapRecordDataset dataset(dir.write("records.bin", counting_bytes(4 * 16)), 16);
+  EXPECT_EQ(dataset.get(2).data(), dataset.get(2).data());
+  EXPECT_EQ(dataset.get(2).data(), dataset.bytes().data() + 2 * 16);
+  EXPECT_EQ(dataset.get(3).data(), dataset.get(0).data() + 3 * 16);
+}
+
+TEST(MmapRecordDataset, CopiesShareTheMappingAndKeepItAlive) {
+  const TempDir dir;
+  const auto file = dir.write("records.bin", counting_bytes(3 * 4));
+  std::optional<stoke::MmapRecordDataset> original(std::in_place, file, 4);
+  const stoke::MmapRecordDataset copy = *original;
+  const std::byte* address = original->get(1).data();
+  EXPECT_EQ(copy.get(1).data(), address);
+  original.reset();  // the copy still holds the mapping
+  EXPECT_EQ(copy.get(1).data(), address);
+  EXPECT_EQ(std::to_integer<int>(copy.get(2)[3]), 11);
+}
+
+TEST(MmapRecordDataset, RejectsAMissingFileNamingThePathAndTheReason) {
+  const TempDir dir;
+  const auto missing = dir.path() / "missing.bin";
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(missing, 4); }),
+              AllOf(HasSubstr(missing.string()), HasSubstr(std::strerror(ENOENT))));
+}
+
+TEST(MmapRecordDataset, RejectsADirectory) {
+  const TempDir dir;
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(dir.path(), 4); }),
+              AllOf(HasSubstr(dir.path().string()), HasSubstr("not a regular file")));
+}
+
+TEST(MmapRecordDataset, RejectsAnEmptyFile) {
+  const TempDir dir;
+  const auto file = dir.write("empty.bin", {});
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(file, 4); }),
+              AllOf(HasSubstr(file.string()), HasSubstr("empty"), HasSubstr("0 bytes")));
+}
+
+TEST(MmapRecordDataset, RejectsARecordSizeOfZero) {
+  const TempDir dir;
+  const auto file = dir.write("records.bin", counting_bytes(8));
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(file, 0); }),
+              AllOf(HasSubstr(file.string()), HasSubstr("record size 0")));
+}
+
+TEST(MmapRecordDataset, RejectsFileWhoseSizeIsNotAMultipleOfTheRecordSize) {
+  const TempDir dir;
+  const auto file = dir.write("records.bin", counting_bytes(1000));
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(file, 64); }),
+              AllOf(HasSubstr(file.string()), HasSubstr("1000 bytes"), HasSubstr("record size 64"),
+                    HasSubstr("remainder 40"), HasSubstr("offset 960")));
+}
+
+TEST(MmapRecordDataset, OutOfRangeGetNamesTheIndexAndTheSize) {
+  const TempDir dir;
+  const stoke::MmapRecordDataset dataset(dir.write("records.bin", counting_bytes(6)), 2);
+  EXPECT_THAT(message_of<std::out_of_range>([&] { (void)dataset.get(3); }),
+              AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
+}
+
+}  // namespace
