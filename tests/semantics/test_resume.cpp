@@ -1,0 +1,168 @@
+// Loader state: small, exact, serialisable, refused when it does not match.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include <stoke/stoke.hpp>
+
+#include "stoke_test_support.hpp"
+
+namespace {
+
+using stoke::cpu::Backend;
+using stoke::testing::epoch_items;
+using stoke::testing::IotaDataset;
+using stoke::testing::ItemsBatcher;
+
+auto builder() {
+  return stoke::DataLoaderBuilder<Backend, ItemsBatcher>(ItemsBatcher{}).batch_size(4).shuffle(7);
+}
+
+TEST(LoaderState, CountsDeliveredBatchesOfTheEpochInProgress) {
+  auto loader = builder().build_batch_loader(IotaDataset{30});
+  EXPECT_EQ(loader.state().epoch, 0u);
+  EXPECT_EQ(loader.state().consumed, 0u);
+  auto range = loader.iter();
+  auto it = range.begin();
+  EXPECT_EQ(loader.state().consumed, 4u);  // the batch being processed counts
+  ++it;
+  ++it;
+  EXPECT_EQ(loader.state().consumed, 12u);
+  EXPECT_EQ(loader.state().epoch, 0u);
+}
+
+TEST(LoaderState, AtTheEndOfAnEpochPointsAtTheNextOne) {
+  auto loader = builder().build_batch_loader(IotaDataset{30});
+  epoch_items(loader);
+  EXPECT_EQ(loader.state().epoch, 1u);
+  EXPECT_EQ(loader.state().consumed, 0u);
+}
+
+TEST(LoaderState, MultithreadLoaderResumesMidEpochExactly) {
+  auto loader = builder().num_workers(3).build(IotaDataset{101});
+  epoch_items(loader);  // epoch 0
+  std::vector<std::size_t> before;
+  stoke::LoaderState state;
+  for (auto& batch : loader.iter()) {
+    before.insert(before.end(), batch.data.items.begin(), batch.data.items.end());
+    if (batch.step == 6) {
+      state = loader.state();
+      break;
+    }
+  }
+  auto unbroken = builder().num_workers(2).build(IotaDataset{101});
+  unbroken.set_epoch(1);
+  const auto expected = epoch_items(unbroken);
+  auto resumed = builder().num_workers(1).build(IotaDataset{101});
+  resumed.restore(stoke::parse_loader_state(stoke::to_json(state).dump()));
+  auto rest = epoch_items(resumed);
+  before.insert(before.end(), rest.begin(), rest.end());
+  EXPECT_EQ(before, expected);
+  EXPECT_EQ(resumed.epoch(), 2u);
+}
+
+TEST(LoaderState, ResumeAtAnEpochBoundaryStartsTheNextEpoch) {
+  auto loader = builder().build_batch_loader(IotaDataset{20});
+  epoch_items(loader);
+  epoch_items(loader);
+  auto resumed = builder().build_batch_loader(IotaDataset{20});
+  resumed.restore(loader.state());
+  auto reference = builder().build_batch_loader(IotaDataset{20});
+  reference.set_epoch(2);
+  EXPECT_EQ(epoch_items(resumed), epoch_items(reference));
+}
+
+TEST(LoaderState, RestoringIsConstantTimeForABillionSamples) {
+  // Resuming near the end of a huge epoch reads only the remaining positions.
+  auto loader = builder().build_batch_loader(IotaDataset{1'000'000'000});
+  stoke::LoaderState state = loader.state();
+  state.epoch = 5;
+  state.consumed = 1'000'000'000 - 6;
+  loader.restore(state);
+  EXPECT_EQ(loader.num_items(), 6u);
+  EXPECT_EQ(epoch_items(loader).size(), 6u);
+}
+
+TEST(LoaderState, RefusesAStateOfAnotherDatasetSize) {
+  auto loader = builder().build_batch_loader(IotaDataset{20});
+  auto state = loader.state();
+  auto other = builder().build_batch_loader(IotaDataset{21});
+  try {
+    other.restore(state);
+    FAIL() << "expected an InputError";
+  } catch (const stoke::InputError& error) {
+    EXPECT_THAT(error.what(), ::testing::HasSubstr("dataset size 20, this loader has 21"));
+  }
+}
+
+TEST(LoaderState, RefusesAStateOfAnotherSeed) {
+  auto state = builder().build_batch_loader(IotaDataset{20}).state();
+  auto other = builder().shuffle(8).build_batch_loader(IotaDataset{20});
+  EXPECT_THAT([&] { other.restore(state); },
+              ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("seed 7")));
+}
+
+TEST(LoaderState, RefusesCorruptJsonNamingTheProblem) {
+  EXPECT_THAT([] { (void)stoke::parse_loader_state("{\"seed\": 1,"); },
+              ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("not valid JSON")));
+  EXPECT_THAT(
+      [] { (void)stoke::parse_loader_state(R"({"format": "stoke.loader_state.v1", "seed": 1})"); },
+      ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("no field \"epoch\"")));
+  EXPECT_THAT(
+      [] {
+        (void)stoke::parse_loader_state(
+            R"({"format": "stoke.loader_state.v1", "seed": 1, "epoch": -3, "consumed": 0,
+                "dataset_size": 5, "shuffle": true, "shard_aware": false})");
+      },
+      ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("\"epoch\" is not")));
+  EXPECT_THAT([] { (void)stoke::parse_loader_state(R"({"format": "other"})"); },
+              ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("format")));
+}
+
+TEST(LoaderState, IsRefusedForASlice) {
+  auto loader = builder().build_batch_loader(IotaDataset{20});
+  EXPECT_THROW((void)loader.slice(0, 10).state(), std::logic_error);
+}
+
+TEST(LoaderState, SplitStateRefusesPartsOutOfLockstep) {
+  auto loader = builder().pad().build_batch_loader(IotaDataset{40});
+  auto parts = stoke::split(loader, Backend::devices(2));
+  auto range = parts[0].iter();
+  (void)range.begin();
+  EXPECT_THROW((void)stoke::split_state(parts), std::logic_error);
+  auto other = parts[1].iter();
+  (void)other.begin();
+  EXPECT_EQ(stoke::split_state(parts).consumed, 8u);
+}
+
+TEST(LoaderState, ElasticResumeFromTwoDevicesOntoThreeSeesEverySampleOnce) {
+  auto loader = builder().pad().build_batch_loader(IotaDataset{103});
+  auto parts = stoke::split(loader, Backend::devices(2));
+  std::vector<std::size_t> seen;
+  std::vector<stoke::detail::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
+  for (auto& part : parts) {
+    ranges.push_back(part.iter());
+    auto it = ranges.back().begin();
+    for (int step = 0;;) {
+      seen.insert(seen.end(), it->indices.begin(), it->indices.end());
+      if (++step == 5) break;  // five batches delivered: do not pull a sixth
+      ++it;
+    }
+  }
+  const auto state = stoke::split_state(parts);
+  EXPECT_EQ(state.consumed, 5u * 2u * 4u);
+  auto fresh = builder().pad().build_batch_loader(IotaDataset{103});
+  fresh.restore(state);
+  for (auto& part : stoke::split(fresh, Backend::devices(3))) {
+    for (auto& batch : part.iter()) {
+      seen.insert(seen.end(), batch.indices.begin(), batch.indices.begin() + batch.real_size());
+    }
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<std::size_t> all(103);
+  std::iota(all.begin(), all.end(), 0);
+  EXPECT_EQ(seen, all);
+}
+
+}  // namespace
