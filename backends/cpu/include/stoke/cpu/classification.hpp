@@ -1,20 +1,18 @@
 #pragma once
 /// @file
-/// Samples and batches for classification on the CPU backend: images with a class label.
+/// Batches for classification on the CPU backend: images with a class label.
 
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include <stoke/cpu/tensor.hpp>
+#include <stoke/data/labeled_image.hpp>
 
 namespace stoke::cpu {
 
-/// One labelled image: its pixels (row-major bytes, borrowed from the dataset) and its class.
-struct LabeledImage {
-  std::span<const std::uint8_t> pixels;  ///< one byte per pixel
-  std::uint32_t label = 0;               ///< the class
-};
+/// One labelled image (the backend-independent sample type).
+using LabeledImage = stoke::LabeledImage;
 
 /// A batch of labelled images: `inputs` has shape `{n, pixels}` as floats, `labels` has `n`.
 struct ClassificationBatch {

@@ -1,0 +1,108 @@
+#pragma once
+/// @file
+/// `Adam`: Adam with bias correction and decoupled (AdamW-style) weight decay.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <stoke/learner/optim/optimizer.hpp>
+
+namespace stoke {
+
+/// Adam (Kingma and Ba) with decoupled weight decay (Loshchilov and Hutter's AdamW), as in
+/// PyTorch's `AdamW`: at step `t` (from 1), `p *= 1 - lr * weight_decay`,
+/// `m = beta1 m + (1 - beta1) g`, `v = beta2 v + (1 - beta2) g^2`,
+/// `p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)`.
+/// Satisfies `Optimizer`.
+class Adam {
+ public:
+  /// An optimizer with the given moment decay rates, epsilon and decoupled weight decay.
+  explicit Adam(float beta1 = 0.9f, float beta2 = 0.999f, float epsilon = 1e-8f,
+                float weight_decay = 0.0f) noexcept
+      : beta1_(beta1), beta2_(beta2), epsilon_(epsilon), weight_decay_(weight_decay) {}
+
+  /// Decay rate of the first moment.
+  [[nodiscard]] float beta1() const noexcept { return beta1_; }
+  /// Decay rate of the second moment.
+  [[nodiscard]] float beta2() const noexcept { return beta2_; }
+  /// Added to the root of the second moment.
+  [[nodiscard]] float epsilon() const noexcept { return epsilon_; }
+  /// Decoupled weight-decay factor (multiplied by the learning rate).
+  [[nodiscard]] float weight_decay() const noexcept { return weight_decay_; }
+  /// Number of steps taken so far.
+  [[nodiscard]] std::uint64_t steps() const noexcept { return steps_; }
+
+  /// One update of `parameters` from `gradients` at `learning_rate`.
+  /// Throws `std::invalid_argument` if the sizes (or a loaded state's size) differ.
+  void step(std::span<float> parameters, std::span<const float> gradients, float learning_rate) {
+    const auto n = parameters.size();
+    detail::check_optimizer_size("Adam", "gradient buffer", gradients.size(), n);
+    if (first_.empty() && steps_ == 0) {
+      first_.assign(n, 0.0f);
+      second_.assign(n, 0.0f);
+    }
+    detail::check_optimizer_size("Adam", "moment state", first_.size(), n);
+    ++steps_;
+    const double t = static_cast<double>(steps_);
+    const auto correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), t));
+    const auto root_correction2 =
+        static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), t)));
+    const float decay = 1.0f - learning_rate * weight_decay_;
+    for (std::size_t i = 0; i < n; ++i) {
+      const float g = gradients[i];
+      first_[i] = beta1_ * first_[i] + (1.0f - beta1_) * g;
+      second_[i] = beta2_ * second_[i] + (1.0f - beta2_) * g * g;
+      const float m_hat = first_[i] / correction1;
+      const float v_root = std::sqrt(second_[i]) / root_correction2;
+      parameters[i] = parameters[i] * decay - learning_rate * m_hat / (v_root + epsilon_);
+    }
+  }
+
+  /// The whole state as floats: `{steps % 2^24, steps / 2^24, m..., v...}` (the step count
+  /// split so that both halves are exact floats, also through a text format).
+  [[nodiscard]] std::vector<float> state() const {
+    std::vector<float> out;
+    out.reserve(2 + first_.size() + second_.size());
+    out.push_back(static_cast<float>(steps_ % kStepRadix));
+    out.push_back(static_cast<float>(steps_ / kStepRadix));
+    out.insert(out.end(), first_.begin(), first_.end());
+    out.insert(out.end(), second_.begin(), second_.end());
+    return out;
+  }
+  /// Restores a state from `state()`. Throws `std::invalid_argument` if it is malformed.
+  void load_state(std::span<const float> state) {
+    if (state.size() < 2 || state.size() % 2 != 0) {
+      throw std::invalid_argument("Adam: a state has 2 + 2n floats, got " +
+                                  std::to_string(state.size()));
+    }
+    const auto whole = [](float f) {
+      return f >= 0.0f && f < static_cast<float>(kStepRadix) && std::floor(f) == f;
+    };
+    if (!whole(state[0]) || !whole(state[1])) {
+      throw std::invalid_argument("Adam: the state's step count is not a whole number");
+    }
+    const auto n = (state.size() - 2) / 2;
+    steps_ =
+        static_cast<std::uint64_t>(state[1]) * kStepRadix + static_cast<std::uint64_t>(state[0]);
+    first_.assign(state.begin() + 2, state.begin() + 2 + static_cast<std::ptrdiff_t>(n));
+    second_.assign(state.begin() + 2 + static_cast<std::ptrdiff_t>(n), state.end());
+  }
+
+ private:
+  static constexpr std::uint64_t kStepRadix = std::uint64_t{1} << 24;
+
+  float beta1_;
+  float beta2_;
+  float epsilon_;
+  float weight_decay_;
+  std::uint64_t steps_ = 0;
+  std::vector<float> first_;   // m
+  std::vector<float> second_;  // v
+};
+
+}  // namespace stoke

@@ -1,0 +1,439 @@
+// Tests of the IDX reader (MNIST / Fashion-MNIST files) and IdxClassificationDataset.
+#include <unistd.h>
+#include <zlib.h>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <iterator>
+#include <stdexcept>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stoke/core/error.hpp>
+#include <stoke/cpu/backend.hpp>
+#include <stoke/cpu/classification_batcher.hpp>
+#include <stoke/data/batcher.hpp>
+#include <stoke/data/dataset.hpp>
+#include <stoke/data/sources/idx.hpp>
+
+namespace {
+
+using testing::AllOf;
+using testing::HasSubstr;
+using Bytes = std::vector<std::uint8_t>;
+
+static_assert(stoke::Dataset<stoke::IdxClassificationDataset>);
+static_assert(std::is_same_v<stoke::dataset_item_t<stoke::IdxClassificationDataset>,
+                             stoke::cpu::LabeledImage>);
+static_assert(stoke::Batcher<stoke::cpu::ClassificationBatcher, stoke::cpu::Backend,
+                             stoke::cpu::LabeledImage>);
+
+/// The message of the `E` that `fn` throws; fails the test when it throws nothing.
+template <class E, class Fn>
+std::string message_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const E& error) {
+    return error.what();
+  }
+  ADD_FAILURE() << "expected an exception";
+  return {};
+}
+
+/// A directory of its own for one test, removed with everything in it afterwards.
+class TempDir {
+ public:
+  TempDir() {
+    static std::atomic<int> counter{0};
+    const auto* test = testing::UnitTest::GetInstance()->current_test_info();
+    path_ = std::filesystem::temp_directory_path() /
+            ("stoke-idx-" + std::string(test->name()) + "-" + std::to_string(::getpid()) + "-" +
+             std::to_string(counter++));
+    std::filesystem::remove_all(path_);
+    std::filesystem::create_directories(path_);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  ~TempDir() {
+    std::error_code ignored;
+    std::filesystem::remove_all(path_, ignored);
+  }
+  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const {
+    return path_ / name;
+  }
+
+ private:
+  std::filesystem::path path_;
+};
+
+/// An IDX file: magic (0, 0, type, rank), big-endian dims, then `data`.
+Bytes idx_bytes(std::initializer_list<std::uint32_t> dims, const Bytes& data,
+                std::uint8_t type = 0x08) {
+  Bytes out{0, 0, type, static_cast<std::uint8_t>(dims.size())};
+  for (const std::uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      out.push_back(static_cast<std::uint8_t>(d >> shift));
+  }
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+/// `count` bytes 0, 1, 2, ... (modulo 256).
+Bytes iota_bytes(std::size_t count, std::uint8_t first = 0) {
+  Bytes out(count);
+  for (std::size_t i = 0; i < count; ++i) out[i] = static_cast<std::uint8_t>(first + i);
+  return out;
+}
+
+void write_plain(const std::filesystem::path& path, const Bytes& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << path;
+}
+
+void write_gzip(const std::filesystem::path& path, const Bytes& bytes) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr) << path;
+  if (!bytes.empty()) {
+    ASSERT_EQ(gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size())),
+              static_cast<int>(bytes.size()));
+  }
+  ASSERT_EQ(gzclose(file), Z_OK);
+}
+
+Bytes read_plain(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// 3 images of 2x3 pixels (values 10..27) and their labels 7, 0, 255.
+struct SmallSet {
+  Bytes images = idx_bytes({3, 2, 3}, iota_bytes(18, 10));
+  Bytes labels = idx_bytes({3}, {7, 0, 255});
+};
+
+TEST(IdxRead, ReadsTheDimensionsAndDataOfAPlainFile) {
+  TempDir dir;
+  write_plain(dir / "a.idx", idx_bytes({2, 3, 4}, iota_bytes(24)));
+  const stoke::IdxArray array = stoke::read_idx(dir / "a.idx");
+  EXPECT_EQ(array.dims(), (std::vector<std::size_t>{2, 3, 4}));
+  EXPECT_EQ(Bytes(array.data().begin(), array.data().end()), iota_bytes(24));
+  EXPECT_EQ(array.data_offset(), 16U);
+  EXPECT_FALSE(array.compressed());
+  EXPECT_EQ(array.path(), dir / "a.idx");
+}
+
+TEST(IdxRead, DecompressesAGzipFile) {
+  TempDir dir;
+  const Bytes data = iota_bytes(70000);
+  write_gzip(dir / "a.idx.gz", idx_bytes({70000}, data));
+  const stoke::IdxArray array = stoke::read_idx(dir / "a.idx.gz");
+  EXPECT_TRUE(array.compressed());
+  EXPECT_EQ(array.dims(), (std::vector<std::size_t>{70000}));
+  EXPECT_EQ(Bytes(array.data().begin(), array.data().end()), data);
+}
+
+TEST(IdxRead, ReadsBigEndianDimensionsAboveOneByte) {
+  TempDir dir;
+  write_plain(dir / "a.idx", idx_bytes({1, 300}, iota_bytes(300)));
+  EXPECT_EQ(stoke::read_idx(dir / "a.idx").dims(), (std::vector<std::size_t>{1, 300}));
+}
+
+TEST(IdxRead, JoinsConcatenatedGzipMembers) {
+  TempDir dir;
+  const Bytes whole = idx_bytes({6}, {1, 2, 3, 4, 5, 6});
+  write_gzip(dir / "first.gz", Bytes(whole.begin(), whole.begin() + 9));
+  write_gzip(dir / "second.gz", Bytes(whole.begin() + 9, whole.end()));
+  Bytes joined = read_plain(dir / "first.gz");
+  const Bytes second = read_plain(dir / "second.gz");
+  joined.insert(joined.end(), second.begin(), second.end());
+  write_plain(dir / "joined.gz", joined);
+  const auto array = stoke::read_idx(dir / "joined.gz");
+  EXPECT_EQ(Bytes(array.data().begin(), array.data().end()), (Bytes{1, 2, 3, 4, 5, 6}));
+}
+
+TEST(IdxRead, CopiesShareTheBytes) {
+  TempDir dir;
+  write_plain(dir / "a.idx", idx_bytes({4}, {1, 2, 3, 4}));
+  const auto array = stoke::read_idx(dir / "a.idx");
+  const auto copy = array;  // NOLINT(performance-unnecessary-copy-initialization)
+  EXPECT_EQ(copy.data().data(), array.data().data());
+}
+
+TEST(IdxDataset, PairsEveryImageWithItsLabel) {
+  TempDir dir;
+  const SmallSet set;
+  write_plain(dir / "images", set.images);
+  write_plain(dir / "labels", set.labels);
+  const stoke::IdxClassificationDataset dataset(dir / "images", dir / "labels");
+  ASSERT_EQ(dataset.size(), 3U);
+  EXPECT_EQ(dataset.image_shape(), (std::array<std::size_t, 2>{2, 3}));
+  const std::array<std::uint32_t, 3> labels{7, 0, 255};
+  for (std::size_t i = 0; i < 3; ++i) {
+    const stoke::cpu::LabeledImage item = dataset.get(i);
+    EXPECT_EQ(Bytes(item.pixels.begin(), item.pixels.end()),
+              iota_bytes(6, static_cast<std::uint8_t>(10 + 6 * i)))
+        << "image " << i;
+    EXPECT_EQ(item.label, labels[i]) << "image " << i;
+  }
+}
+
+TEST(IdxDataset, ReadsGzipCompressedFiles) {
+  TempDir dir;
+  const SmallSet set;
+  write_gzip(dir / "images.gz", set.images);
+  write_gzip(dir / "labels.gz", set.labels);
+  const stoke::IdxClassificationDataset dataset(dir / "images.gz", dir / "labels.gz");
+  ASSERT_EQ(dataset.size(), 3U);
+  EXPECT_EQ(dataset.get(2).label, 255U);
+  EXPECT_EQ(dataset.get(2).pixels[5], 27U);
+}
+
+TEST(IdxDataset, GetPointsIntoTheSharedBufferWithoutCopying) {
+  TempDir dir;
+  const SmallSet set;
+  write_plain(dir / "images", set.images);
+  write_plain(dir / "labels", set.labels);
+  const stoke::IdxClassificationDataset dataset(dir / "images", dir / "labels");
+  const auto copy = dataset;  // NOLINT(performance-unnecessary-copy-initialization)
+  EXPECT_EQ(dataset.get(1).pixels.data(), dataset.images().data().data() + 6);
+  EXPECT_EQ(dataset.get(1).pixels.data(), dataset.get(1).pixels.data());
+  EXPECT_EQ(copy.get(2).pixels.data(), dataset.get(2).pixels.data());
+}
+
+TEST(IdxDataset, GetOutOfRangeThrowsNamingIndexAndSize) {
+  TempDir dir;
+  const SmallSet set;
+  write_plain(dir / "images", set.images);
+  write_plain(dir / "labels", set.labels);
+  const stoke::IdxClassificationDataset dataset(dir / "images", dir / "labels");
+  const auto message = message_of<std::out_of_range>([&] { (void)dataset.get(3); });
+  EXPECT_THAT(message, AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
+}
+
+TEST(IdxErrors, MissingFileNamesThePathAndTheReason) {
+  TempDir dir;
+  const auto message =
+      message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "missing.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "missing.idx").string()), HasSubstr("offset 0"),
+                             HasSubstr("No such file")));
+}
+
+TEST(IdxErrors, WrongMagicNumberSaysWhatWasFoundAtOffset0) {
+  TempDir dir;
+  write_plain(dir / "a.idx", {0x50, 0x4b, 0x03, 0x04, 0, 0, 0, 0});
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.idx").string()), HasSubstr("magic number"),
+                             HasSubstr("0x504b0304"), HasSubstr("offset 0")));
+}
+
+TEST(IdxErrors, WrongMagicInsideAGzipFileNamesTheDecompressedOffset) {
+  TempDir dir;
+  write_gzip(dir / "a.gz", {1, 2, 3, 4, 5});
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.gz"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.gz").string()), HasSubstr("0x01020304"),
+                             HasSubstr("offset 0 of the decompressed data")));
+}
+
+TEST(IdxErrors, UnsupportedTypeByteIsRefusedAtOffset2) {
+  TempDir dir;
+  write_plain(dir / "a.idx", idx_bytes({1}, {0, 0, 0, 0}, 0x0D));
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.idx").string()), HasSubstr("0x0d"),
+                             HasSubstr("float32"), HasSubstr("offset 2")));
+}
+
+TEST(IdxErrors, ImagesWithTwoDimensionsAreRefusedAtOffset3) {
+  TempDir dir;
+  write_plain(dir / "images", idx_bytes({3, 6}, iota_bytes(18)));
+  write_plain(dir / "labels", idx_bytes({3}, {1, 2, 3}));
+  const auto message = message_of<stoke::InputError>(
+      [&] { stoke::IdxClassificationDataset(dir / "images", dir / "labels"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "images").string()), HasSubstr("2 dimensions"),
+                             HasSubstr("offset 3"), HasSubstr("expected 3")));
+}
+
+TEST(IdxErrors, LabelsWithTwoDimensionsAreRefusedAtOffset3) {
+  TempDir dir;
+  const SmallSet set;
+  write_plain(dir / "images", set.images);
+  write_plain(dir / "labels", idx_bytes({3, 1}, {1, 2, 3}));
+  const auto message = message_of<stoke::InputError>(
+      [&] { stoke::IdxClassificationDataset(dir / "images", dir / "labels"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "labels").string()), HasSubstr("2 dimensions"),
+                             HasSubstr("offset 3"), HasSubstr("expected 1")));
+}
+
+TEST(IdxErrors, TruncatedDataNamesExpectedAndPresentSizesAndWhereItEnds) {
+  TempDir dir;
+  Bytes bytes = idx_bytes({3, 2, 3}, iota_bytes(18));
+  bytes.resize(bytes.size() - 5);  // 13 of 18 data bytes; the file ends at offset 29
+  write_plain(dir / "a.idx", bytes);
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.idx").string()), HasSubstr("truncated"),
+                             HasSubstr("declares 18 data bytes from offset 16"),
+                             HasSubstr("only 13 are present"), HasSubstr("ends at offset 29")));
+}
+
+TEST(IdxErrors, TruncatedGzipContentNamesTheDecompressedOffset) {
+  TempDir dir;
+  Bytes bytes = idx_bytes({100}, iota_bytes(100));
+  bytes.resize(50);
+  write_gzip(dir / "a.gz", bytes);
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.gz"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.gz").string()), HasSubstr("only 42 are present"),
+                             HasSubstr("ends at offset 50 of the decompressed data")));
+}
+
+TEST(IdxErrors, TruncatedHeaderSaysWhereTheFileEnds) {
+  TempDir dir;
+  write_plain(dir / "a.idx", {0, 0, 8, 3, 0, 0, 0, 1, 0});
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.idx").string()), HasSubstr("truncated header"),
+                             HasSubstr("16 header bytes"), HasSubstr("ends at offset 9")));
+}
+
+TEST(IdxErrors, FileShorterThanTheMagicNumberIsTruncated) {
+  TempDir dir;
+  write_plain(dir / "a.idx", {0, 0});
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.idx").string()), HasSubstr("truncated header"),
+                             HasSubstr("ends at offset 2")));
+}
+
+TEST(IdxErrors, BytesAfterTheDataAreRefused) {
+  TempDir dir;
+  Bytes bytes = idx_bytes({2}, {1, 2});
+  bytes.push_back(3);
+  write_plain(dir / "a.idx", bytes);
+  const auto message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "a.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "a.idx").string()), HasSubstr("1 unexpected bytes"),
+                             HasSubstr("ending at offset 10")));
+}
+
+TEST(IdxErrors, CorruptGzipStreamNamesTheCompressedOffset) {
+  TempDir dir;
+  write_gzip(dir / "good.gz", idx_bytes({1000}, iota_bytes(1000)));
+  Bytes bytes = read_plain(dir / "good.gz");
+  ASSERT_GT(bytes.size(), 30U);
+  bytes[bytes.size() - 6] ^= 0xFF;  // inside the CRC-32 of the trailer
+  write_plain(dir / "bad.gz", bytes);
+  const auto message =
+      message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "bad.gz"); });
+  EXPECT_THAT(message,
+              AllOf(HasSubstr((dir / "bad.gz").string()), HasSubstr("corrupt gzip"),
+                    HasSubstr("compressed byte offset"), HasSubstr("incorrect data check")));
+}
+
+TEST(IdxErrors, CorruptDeflateDataIsRefused) {
+  TempDir dir;
+  Bytes bytes(40, 0xFF);  // a gzip header, then a deflate block of the reserved type 3
+  const Bytes header{0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 3};
+  std::copy(header.begin(), header.end(), bytes.begin());
+  write_plain(dir / "bad.gz", bytes);
+  const auto message =
+      message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "bad.gz"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "bad.gz").string()), HasSubstr("corrupt gzip"),
+                             HasSubstr("compressed byte offset")));
+}
+
+TEST(IdxErrors, TruncatedGzipStreamIsRefused) {
+  TempDir dir;
+  write_gzip(dir / "good.gz", idx_bytes({1000}, iota_bytes(1000)));
+  Bytes bytes = read_plain(dir / "good.gz");
+  bytes.resize(bytes.size() - 10);
+  write_plain(dir / "cut.gz", bytes);
+  const auto message =
+      message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "cut.gz"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "cut.gz").string()), HasSubstr("corrupt gzip"),
+                             HasSubstr("compressed byte offset " + std::to_string(bytes.size())),
+                             HasSubstr("truncated")));
+}
+
+TEST(IdxErrors, CountMismatchNamesBothFilesAndBothCounts) {
+  TempDir dir;
+  write_plain(dir / "images", idx_bytes({3, 1, 2}, iota_bytes(6)));
+  write_plain(dir / "labels", idx_bytes({2}, {1, 2}));
+  const auto message = message_of<stoke::InputError>(
+      [&] { stoke::IdxClassificationDataset(dir / "images", dir / "labels"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "images").string()), HasSubstr("3 images"),
+                             HasSubstr((dir / "labels").string()), HasSubstr("2 labels"),
+                             HasSubstr("offset 4")));
+}
+
+TEST(ClassificationBatcher, NormalisesPixelsAndKeepsLabels) {
+  const Bytes a{0, 255, 51};
+  const Bytes b{102, 0, 255};
+  const stoke::cpu::ClassificationBatcher batcher{.mean = 0.5F, .std = 0.25F};
+  const auto batch = batcher.batch({{a, 3}, {b, 9}}, stoke::cpu::Device{1});
+  EXPECT_EQ(batch.inputs.shape(), (std::vector<std::size_t>{2, 3}));
+  EXPECT_EQ(batch.inputs.device(), stoke::cpu::Device{1});
+  const std::vector<float> expected{-2.0F, 2.0F, -1.2F, -0.4F, -2.0F, 2.0F};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(batch.inputs.values()[i], expected[i], 1e-5F) << "element " << i;
+  }
+  EXPECT_EQ(batch.labels, (std::vector<std::int32_t>{3, 9}));
+}
+
+TEST(ClassificationBatcher, DefaultScalesBytesToTheUnitInterval) {
+  const Bytes a{0, 255};
+  const auto batch = stoke::cpu::ClassificationBatcher{}.batch({{a, 0}}, {});
+  EXPECT_EQ(batch.inputs.values()[0], 0.0F);
+  EXPECT_EQ(batch.inputs.values()[1], 1.0F);
+}
+
+TEST(ClassificationBatcher, RefusesImagesOfDifferentSizesNamingTheItem) {
+  const Bytes a{1, 2, 3};
+  const Bytes b{1, 2};
+  const auto message = message_of<stoke::InputError>(
+      [&] { (void)stoke::cpu::ClassificationBatcher{}.batch({{a, 0}, {a, 1}, {b, 2}}, {}); });
+  EXPECT_THAT(message, AllOf(HasSubstr("item 2"), HasSubstr("2 pixels"), HasSubstr("3")));
+}
+
+TEST(ClassificationBatcher, BatchesTheImagesOfAnIdxDataset) {
+  TempDir dir;
+  const SmallSet set;
+  write_plain(dir / "images", set.images);
+  write_plain(dir / "labels", set.labels);
+  const stoke::IdxClassificationDataset dataset(dir / "images", dir / "labels");
+  const auto batch =
+      stoke::cpu::ClassificationBatcher{}.batch({dataset.get(2), dataset.get(0)}, {});
+  EXPECT_EQ(batch.inputs.shape(), (std::vector<std::size_t>{2, 6}));
+  EXPECT_FLOAT_EQ(batch.inputs.row(0)[0], 22.0F / 255.0F);
+  EXPECT_EQ(batch.labels, (std::vector<std::int32_t>{255, 7}));
+}
+
+TEST(FashionMnist, TrainingSetHas60000ImagesOf28x28WithBalancedLabels) {
+  const std::filesystem::path root = "/usr/share/datasets/fashion-mnist";
+  const auto images = root / "train-images-idx3-ubyte.gz";
+  const auto labels = root / "train-labels-idx1-ubyte.gz";
+  if (!std::filesystem::exists(images) || !std::filesystem::exists(labels)) {
+    GTEST_SKIP() << "Fashion-MNIST is not installed: " << images << " or " << labels
+                 << " is absent";
+  }
+  const stoke::IdxClassificationDataset dataset(images, labels);
+  ASSERT_EQ(dataset.size(), 60000U);
+  EXPECT_EQ(dataset.image_shape(), (std::array<std::size_t, 2>{28, 28}));
+  std::array<std::size_t, 10> per_class{};
+  for (std::size_t i = 0; i < dataset.size(); ++i) {
+    const auto item = dataset.get(i);
+    ASSERT_EQ(item.pixels.size(), 784U);
+    ASSERT_LT(item.label, 10U) << "image " << i;
+    ++per_class[item.label];
+  }
+  for (std::size_t label = 0; label < 10; ++label) {
+    EXPECT_EQ(per_class[label], 6000U) << "class " << label;
+  }
+}
+
+}  // namespace

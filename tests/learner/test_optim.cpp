@@ -1,0 +1,171 @@
+// Optimizers against updates computed by hand, exact resume from saved state, size checks;
+// learning-rate schedules at chosen steps.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <stoke/learner/optim/adam.hpp>
+#include <stoke/learner/optim/optimizer.hpp>
+#include <stoke/learner/optim/schedule.hpp>
+#include <stoke/learner/optim/sgd.hpp>
+
+namespace {
+
+using ::testing::DoubleNear;
+using ::testing::HasSubstr;
+using ::testing::Pointwise;
+
+static_assert(stoke::Optimizer<stoke::Sgd>);
+static_assert(stoke::Optimizer<stoke::Adam>);
+static_assert(stoke::LrSchedule<stoke::ConstantLr>);
+static_assert(stoke::LrSchedule<stoke::StepLr>);
+static_assert(stoke::LrSchedule<stoke::CosineLr>);
+
+const std::vector<float> kStart{1.0f, -2.0f, 0.5f};
+const std::vector<float> kGrad1{0.5f, -1.0f, 2.0f};
+const std::vector<float> kGrad2{-0.25f, 0.5f, 1.0f};
+
+// Expected values below were computed by hand (in double) from the update rules.
+
+TEST(Sgd, MomentumAndWeightDecayMatchHandComputedSteps) {
+  stoke::Sgd sgd(0.1f, 0.9f, 0.01f);
+  auto p = kStart;
+  // v = g + 0.01 p = {0.51, -1.02, 2.005}; p -= 0.1 v.
+  sgd.step(p, kGrad1, 0.1f);
+  EXPECT_THAT(p, Pointwise(DoubleNear(1e-6), {0.949, -1.898, 0.2995}));
+  // v = 0.9 v + g + 0.01 p = {0.21849, -0.43698, 2.807495}; p -= 0.05 v.
+  sgd.step(p, kGrad2, 0.05f);
+  EXPECT_THAT(p, Pointwise(DoubleNear(1e-6), {0.9380755, -1.876151, 0.15912525}));
+  EXPECT_THAT(sgd.state(), Pointwise(DoubleNear(1e-6), {0.21849, -0.43698, 2.807495}));
+}
+
+TEST(Sgd, WithoutMomentumIsPlainGradientDescent) {
+  stoke::Sgd sgd(0.5f);
+  auto p = kStart;
+  sgd.step(p, kGrad1);  // the base learning rate
+  sgd.step(p, kGrad1);
+  EXPECT_THAT(p, Pointwise(DoubleNear(1e-6), {0.5, -1.0, -1.5}));
+}
+
+TEST(Sgd, LoadedStateContinuesIdentically) {
+  stoke::Sgd a(0.1f, 0.9f, 0.01f);
+  auto pa = kStart;
+  a.step(pa, kGrad1, 0.1f);
+  stoke::Sgd b(0.1f, 0.9f, 0.01f);
+  b.load_state(a.state());
+  auto pb = pa;
+  a.step(pa, kGrad2, 0.05f);
+  b.step(pb, kGrad2, 0.05f);
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(a.state(), b.state());
+}
+
+TEST(Sgd, RefusesMismatchedSizesNamingBoth) {
+  stoke::Sgd sgd(0.1f, 0.9f);
+  auto p = kStart;
+  const std::vector<float> five(5, 1.0f);
+  try {
+    sgd.step(p, five, 0.1f);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("5"));
+    EXPECT_THAT(e.what(), HasSubstr("3"));
+  }
+  sgd.load_state(std::vector<float>(4, 0.0f));
+  EXPECT_THROW(sgd.step(p, kGrad1, 0.1f), std::invalid_argument);
+}
+
+TEST(Adam, BiasCorrectionAndDecoupledDecayMatchHandComputedSteps) {
+  stoke::Adam adam(0.9f, 0.999f, 1e-8f, 0.1f);
+  auto p = kStart;
+  // t = 1: bias-corrected m / sqrt(v) = sign(g), so p = p (1 - 0.01) - 0.1 sign(g).
+  adam.step(p, kGrad1, 0.1f);
+  EXPECT_THAT(p, Pointwise(DoubleNear(1e-6), {0.890000002, -1.880000001, 0.3950000005}));
+  // t = 2: m = 0.9 m + 0.1 g, v = 0.999 v + 0.001 g^2, corrected by 1 - 0.9^2, 1 - 0.999^2.
+  adam.step(p, kGrad2, 0.05f);
+  EXPECT_THAT(p, Pointwise(DoubleNear(1e-6),
+                           {0.8722331503439232, -1.8572831491804516, 0.3464160188517552}));
+  EXPECT_EQ(adam.steps(), 2u);
+}
+
+TEST(Adam, LoadedStateContinuesIdentically) {
+  stoke::Adam a(0.9f, 0.99f, 1e-6f, 0.05f);
+  auto pa = kStart;
+  a.step(pa, kGrad1, 0.1f);
+  a.step(pa, kGrad2, 0.1f);
+  stoke::Adam b(0.9f, 0.99f, 1e-6f, 0.05f);
+  b.load_state(a.state());
+  EXPECT_EQ(b.steps(), 2u);
+  auto pb = pa;
+  a.step(pa, kGrad1, 0.02f);
+  b.step(pb, kGrad1, 0.02f);
+  EXPECT_EQ(pa, pb);
+  EXPECT_EQ(a.state(), b.state());
+}
+
+TEST(Adam, StateKeepsLargeStepCountsExact) {
+  const std::uint64_t steps = (std::uint64_t{1} << 24) * 3 + 5;
+  stoke::Adam adam;
+  adam.load_state(std::vector<float>{5.0f, 3.0f, 0.1f, 0.2f});
+  EXPECT_EQ(adam.steps(), steps);
+  EXPECT_EQ(adam.state(), (std::vector<float>{5.0f, 3.0f, 0.1f, 0.2f}));
+  EXPECT_THROW(adam.load_state(std::vector<float>{0.5f, 0.0f}), std::invalid_argument);
+  EXPECT_THROW(adam.load_state(std::vector<float>{0.0f, 0.0f, 1.0f}), std::invalid_argument);
+}
+
+TEST(Adam, RefusesMismatchedSizesNamingBoth) {
+  stoke::Adam adam;
+  auto p = kStart;
+  const std::vector<float> five(5, 1.0f);
+  try {
+    adam.step(p, five, 0.1f);
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("5"));
+    EXPECT_THAT(e.what(), HasSubstr("3"));
+  }
+  adam.load_state(std::vector<float>{1.0f, 0.0f, 0.0f, 0.0f, 0.0f, 0.0f});  // two parameters
+  EXPECT_THROW(adam.step(p, kGrad1, 0.1f), std::invalid_argument);
+}
+
+TEST(ConstantLr, IsTheSameAtEveryStep) {
+  const stoke::ConstantLr lr{0.25f};
+  EXPECT_EQ(lr(0), 0.25f);
+  EXPECT_EQ(lr(1'000'000), 0.25f);
+}
+
+TEST(StepLr, DecaysByGammaEveryStepSize) {
+  const stoke::StepLr lr{.base = 0.1f, .gamma = 0.5f, .step_size = 10};
+  EXPECT_FLOAT_EQ(lr(0), 0.1f);
+  EXPECT_FLOAT_EQ(lr(9), 0.1f);
+  EXPECT_FLOAT_EQ(lr(10), 0.05f);
+  EXPECT_FLOAT_EQ(lr(25), 0.025f);
+}
+
+TEST(CosineLr, WarmsUpLinearlyThenDecaysToTheMinimumAndStays) {
+  const stoke::CosineLr lr{.base = 0.1f, .minimum = 0.01f, .total_steps = 110, .warmup_steps = 10};
+  EXPECT_FLOAT_EQ(lr(0), 0.01f);  // warmup: base * (step + 1) / warmup
+  EXPECT_FLOAT_EQ(lr(4), 0.05f);
+  EXPECT_FLOAT_EQ(lr(9), 0.1f);
+  EXPECT_FLOAT_EQ(lr(10), 0.1f);  // cosine starts at base
+  EXPECT_FLOAT_EQ(lr(35), 0.08681980515339464f);
+  EXPECT_FLOAT_EQ(lr(60), 0.055f);  // half way: the mean of base and minimum
+  EXPECT_FLOAT_EQ(lr(85), 0.023180194846605363f);
+  EXPECT_FLOAT_EQ(lr(109), 0.010022204783542078f);
+  EXPECT_EQ(lr(110), 0.01f);  // end, and clamped after
+  EXPECT_EQ(lr(1'000'000), 0.01f);
+}
+
+TEST(CosineLr, WithoutWarmupStartsAtBase) {
+  const stoke::CosineLr lr{.base = 1.0f, .minimum = 0.0f, .total_steps = 4};
+  EXPECT_FLOAT_EQ(lr(0), 1.0f);
+  EXPECT_FLOAT_EQ(lr(2), 0.5f);
+  EXPECT_EQ(lr(4), 0.0f);
+}
+
+}  // namespace
