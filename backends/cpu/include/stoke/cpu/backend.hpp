@@ -4,11 +4,13 @@
 
 #include <cstddef>
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include <stoke/cpu/collective.hpp>
 #include <stoke/cpu/device.hpp>
 
 namespace stoke::cpu {
@@ -16,7 +18,8 @@ namespace stoke::cpu {
 /// The CPU backend. Its devices are logical; how many are visible is set by the
 /// environment variable `STOKE_CPU_DEVICES` (default: the number of hardware threads).
 struct Backend {
-  using Device = cpu::Device;  ///< `cpu:N`
+  using Device = cpu::Device;                      ///< `cpu:N`
+  using Collective = cpu::SharedMemoryCollective;  ///< all_reduce through shared memory
 
   /// `"cpu"`.
   static constexpr std::string_view name() noexcept { return "cpu"; }
@@ -33,6 +36,11 @@ struct Backend {
     std::vector<Device> out(count);
     for (std::size_t i = 0; i < count; ++i) out[i].index = i;
     return out;
+  }
+
+  /// A shared-memory all_reduce among `devices` (one thread each).
+  static std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices) {
+    return std::make_unique<Collective>(devices.size());
   }
 };
 

@@ -1,0 +1,45 @@
+#pragma once
+/// @file
+/// The `Collective` and `CollectiveBackend` concepts: summing buffers across the devices of
+/// one process (all_reduce), each device calling from its own thread.
+
+#include <concepts>
+#include <cstddef>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include <stoke/core/backend.hpp>
+
+namespace stoke {
+
+/// A communicator over a fixed set of participants (devices), one thread each.
+///
+/// Requirements:
+/// 1. `c.size()` is the number of participants;
+/// 2. `c.all_reduce_sum(participant, values)` is called once by every participant
+///    `0 .. size()-1` with a buffer of the same length; it returns, in every participant,
+///    when each buffer holds the element-wise sum of all of them. The buffer lives wherever
+///    the backend keeps training data (host memory for CPU, device memory for CUDA).
+/// 3. An exception in one participant must not leave the others blocked: `c.abort()` wakes
+///    every waiting participant with an error.
+template <class C>
+concept Collective = requires(C& collective, std::size_t participant, std::span<float> values) {
+  { collective.size() } -> std::convertible_to<std::size_t>;
+  collective.all_reduce_sum(participant, values);
+  collective.abort();
+};
+
+/// A backend whose devices can sum buffers among themselves.
+///
+/// Requirements: `B::Collective` models `Collective`; `B::make_collective(devices)` returns a
+/// `std::unique_ptr<B::Collective>` over those devices (participant `k` is `devices[k]`).
+template <class B>
+concept CollectiveBackend = Backend<B> && Collective<typename B::Collective> &&
+                            requires(const std::vector<device_t<B>>& devices) {
+                              {
+                                B::make_collective(devices)
+                              } -> std::same_as<std::unique_ptr<typename B::Collective>>;
+                            };
+
+}  // namespace stoke
