@@ -21,6 +21,7 @@
 #include <stoke/core/rng.hpp>
 #include <stoke/cpu/classification.hpp>
 #include <stoke/data/batch.hpp>
+#include <stoke/learner/parameter_layout.hpp>
 #include <stoke/learner/train_step.hpp>
 
 namespace stoke {
@@ -110,6 +111,18 @@ class Mlp {
   [[nodiscard]] const std::vector<std::size_t>& layer_sizes() const noexcept { return sizes_; }
   /// Number of weight layers (`layer_sizes().size() - 1`).
   [[nodiscard]] std::size_t layer_count() const noexcept { return sizes_.size() - 1; }
+
+  /// The tensors of the flat buffer: `layers.<l>.weight` (`fan_in x fan_out`) and
+  /// `layers.<l>.bias` (`fan_out`) for every layer.
+  [[nodiscard]] std::vector<ParameterTensor> parameter_layout() const {
+    std::vector<ParameterTensor> out;
+    for (std::size_t l = 0; l < layer_count(); ++l) {
+      const std::string prefix = "layers." + std::to_string(l);
+      out.push_back({prefix + ".weight", {sizes_[l], sizes_[l + 1]}, offsets_[l]});
+      out.push_back({prefix + ".bias", {sizes_[l + 1]}, offsets_[l] + sizes_[l] * sizes_[l + 1]});
+    }
+    return out;
+  }
 
   /// Forward and backward on the batch's real items: writes into `gradients` (one float per
   /// parameter) the SUM over those items of the gradient of their cross-entropy loss, and

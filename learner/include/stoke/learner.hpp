@@ -1,0 +1,17 @@
+#pragma once
+/// @file
+/// The learner: split-per-device training, models, optimizers, metrics, checkpoints.
+
+#include <stoke/learner/checkpoint.hpp>
+#include <stoke/learner/io/atomic_file.hpp>
+#include <stoke/learner/io/safetensors.hpp>
+#include <stoke/learner/learner.hpp>
+#include <stoke/learner/metrics.hpp>
+#include <stoke/learner/model/mlp.hpp>
+#include <stoke/learner/optim/adam.hpp>
+#include <stoke/learner/optim/optimizer.hpp>
+#include <stoke/learner/optim/schedule.hpp>
+#include <stoke/learner/optim/sgd.hpp>
+#include <stoke/learner/options.hpp>
+#include <stoke/learner/parameter_layout.hpp>
+#include <stoke/learner/train_step.hpp>

@@ -1,0 +1,26 @@
+#pragma once
+/// @file
+/// Named slices of a model's flat parameter buffer, for checkpoints that other tools read.
+
+#include <concepts>
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace stoke {
+
+/// One named tensor inside a flat parameter buffer.
+struct ParameterTensor {
+  std::string name;                ///< e.g. `layers.0.weight`
+  std::vector<std::size_t> shape;  ///< row-major extents
+  std::size_t offset = 0;          ///< first float in the flat buffer
+};
+
+/// A model that can name the tensors of its flat parameter buffer (optional; a model without
+/// it is checkpointed as one flat tensor `parameters`).
+template <class M>
+concept NamedParameters = requires(const M& model) {
+  { model.parameter_layout() } -> std::convertible_to<std::vector<ParameterTensor>>;
+};
+
+}  // namespace stoke

@@ -1,0 +1,244 @@
+// The split-per-device learner: equivalence with one device, exact resume, failures.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <vector>
+
+#include <stoke/learner.hpp>
+#include <stoke/stoke.hpp>
+
+namespace {
+
+using stoke::cpu::Backend;
+using stoke::cpu::ClassificationBatcher;
+
+constexpr std::size_t kPixels = 16;
+constexpr std::size_t kClasses = 4;
+
+/// Images whose pixels depend on their class plus noise: learnable, deterministic.
+struct ToyImages {
+  std::shared_ptr<const std::vector<std::uint8_t>> pixels;
+  std::shared_ptr<const std::vector<std::uint32_t>> labels;
+  std::size_t failing_index = SIZE_MAX;
+
+  explicit ToyImages(std::size_t count, std::uint64_t seed = 1) {
+    auto bytes = std::make_shared<std::vector<std::uint8_t>>(count * kPixels);
+    auto classes = std::make_shared<std::vector<std::uint32_t>>(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      stoke::SampleRng rng(seed, 0, i);
+      const std::uint32_t label = rng() % kClasses;
+      (*classes)[i] = label;
+      for (std::size_t p = 0; p < kPixels; ++p) {
+        const bool lit = p % kClasses == label;
+        (*bytes)[i * kPixels + p] = static_cast<std::uint8_t>((lit ? 160 : 40) + rng() % 64);
+      }
+    }
+    pixels = bytes;
+    labels = classes;
+  }
+  [[nodiscard]] std::size_t size() const { return labels->size(); }
+  [[nodiscard]] stoke::LabeledImage get(std::size_t i) const {
+    if (i == failing_index)
+      throw std::runtime_error("sample " + std::to_string(i) + " is unreadable");
+    return {std::span(*pixels).subspan(i * kPixels, kPixels), (*labels)[i]};
+  }
+};
+
+auto loader_for(const ToyImages& data, std::size_t batch, std::uint64_t seed,
+                std::size_t workers = 1) {
+  return stoke::DataLoaderBuilder<Backend, ClassificationBatcher>({})
+      .batch_size(batch)
+      .shuffle(seed)
+      .drop_last()
+      .num_workers(workers)
+      .build(data);
+}
+
+auto valid_loader_for(const ToyImages& data) {
+  return stoke::DataLoaderBuilder<Backend, ClassificationBatcher>({}).batch_size(32).pad().build(
+      data);
+}
+
+using ToyLearner = stoke::Learner<Backend, stoke::Mlp, stoke::Sgd, stoke::ConstantLr>;
+
+ToyLearner make_learner(std::size_t devices, stoke::LearnerOptions options = {}) {
+  options.log = nullptr;
+  return ToyLearner(stoke::Mlp({kPixels, 12, kClasses}, 3), stoke::Sgd(0.1f, 0.9f),
+                    stoke::ConstantLr{0.1f}, Backend::devices(devices), options);
+}
+
+std::filesystem::path fresh_directory(const std::string& name) {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("stoke_learner_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+void expect_near_all(std::span<const float> a, std::span<const float> b, float tolerance) {
+  ASSERT_EQ(a.size(), b.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    ASSERT_NEAR(a[i], b[i], tolerance * (1.0f + std::fabs(b[i]))) << "element " << i;
+  }
+}
+
+class LearnerEquivalence : public ::testing::TestWithParam<std::size_t> {};
+
+TEST_P(LearnerEquivalence, NDevicesWithBatchBFollowOneDeviceWithBatchNB) {
+  const std::size_t devices = GetParam();
+  const ToyImages train(1000), valid(200, 9);
+  auto several = make_learner(devices, {.epochs = 2});
+  const auto split_run = several.fit(loader_for(train, 8, 5), valid_loader_for(valid));
+  auto single = make_learner(1, {.epochs = 2});
+  const auto single_run = single.fit(loader_for(train, 8 * devices, 5), valid_loader_for(valid));
+  ASSERT_EQ(split_run.step_losses.size(), single_run.step_losses.size());
+  ASSERT_GT(split_run.step_losses.size(), 10u);
+  expect_near_all(split_run.step_losses, single_run.step_losses, 1e-4f);
+  expect_near_all(several.model().parameters(), single.model().parameters(), 1e-4f);
+  EXPECT_NEAR(split_run.epochs.back().valid_accuracy, single_run.epochs.back().valid_accuracy,
+              1e-9);
+}
+
+INSTANTIATE_TEST_SUITE_P(Devices, LearnerEquivalence, ::testing::Values(2u, 4u));
+
+TEST(Learner, LearnsTheToyProblem) {
+  const ToyImages train(2000), valid(400, 9);
+  auto learner = make_learner(2, {.epochs = 3});
+  const auto run = learner.fit(loader_for(train, 16, 1, 2), valid_loader_for(valid));
+  ASSERT_EQ(run.epochs.size(), 3u);
+  EXPECT_GT(run.epochs.back().valid_accuracy, 0.9);
+  EXPECT_LT(run.epochs.back().train_loss, run.epochs.front().train_loss);
+}
+
+TEST(Learner, ValidationCountsEverySampleOnceAndNoPadding) {
+  const ToyImages train(256), valid(203, 9);  // 203 does not split evenly over 3 devices
+  auto learner = make_learner(3);
+  const auto run = learner.fit(loader_for(train, 8, 1), valid_loader_for(valid));
+  EXPECT_EQ(run.epochs.back().valid_items, 203u);
+}
+
+TEST(Learner, ResumingFromACheckpointContinuesExactly) {
+  const ToyImages train(600), valid(100, 9);
+  const auto dir = fresh_directory("resume");
+  auto unbroken = make_learner(2, {.epochs = 2});
+  const auto full = unbroken.fit(loader_for(train, 8, 4, 2), valid_loader_for(valid));
+
+  // Stop mid-epoch 0 right after a checkpoint, as a crash would, then resume.
+  auto first = make_learner(
+      2,
+      {.epochs = 2, .checkpoint_dir = dir, .checkpoint_every_steps = 13, .stop_after_steps = 26});
+  const auto before = first.fit(loader_for(train, 8, 4, 2), valid_loader_for(valid));
+  EXPECT_TRUE(before.stopped_early);
+  auto second = make_learner(2, {.epochs = 2, .checkpoint_dir = dir, .resume = true});
+  const auto after = second.fit(loader_for(train, 8, 4, 3), valid_loader_for(valid));
+  EXPECT_TRUE(after.resumed);
+
+  std::vector<float> stitched = before.step_losses;
+  stitched.insert(stitched.end(), after.step_losses.begin(), after.step_losses.end());
+  EXPECT_EQ(stitched, full.step_losses);  // bit for bit
+  EXPECT_TRUE(std::ranges::equal(second.model().parameters(), unbroken.model().parameters()));
+  EXPECT_EQ(after.epochs.back().train_loss, full.epochs.back().train_loss);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, ResumesOntoAnotherNumberOfDevicesSeeingEverySampleOnce) {
+  const ToyImages train(640), valid(64, 9);
+  const auto dir = fresh_directory("elastic");
+  auto first = make_learner(
+      2,
+      {.epochs = 1, .checkpoint_dir = dir, .checkpoint_every_steps = 10, .stop_after_steps = 10});
+  (void)first.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  auto second = make_learner(4, {.epochs = 1, .checkpoint_dir = dir, .resume = true});
+  const auto after = second.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  // 10 steps x 2 devices x 8 consumed 160 samples; the other 480 are 15 steps on 4 devices.
+  EXPECT_EQ(after.step_losses.size(), 15u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, ALeftoverTemporaryFileDoesNotHideTheLastGoodCheckpoint) {
+  const ToyImages train(200), valid(50, 9);
+  const auto dir = fresh_directory("atomic");
+  auto first = make_learner(1, {.epochs = 1, .checkpoint_dir = dir});
+  (void)first.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  // A crash between writing the temporary file and renaming it leaves this behind.
+  std::ofstream(dir / "checkpoint.safetensors.tmp.999.0") << "half a checkpoint";
+  auto second = make_learner(1, {.epochs = 2, .checkpoint_dir = dir, .resume = true});
+  const auto after = second.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  EXPECT_TRUE(after.resumed);
+  EXPECT_EQ(after.epochs.size(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, RefusesATruncatedOrCorruptCheckpointNamingTheFile) {
+  const ToyImages train(200), valid(50, 9);
+  const auto dir = fresh_directory("corrupt");
+  auto first = make_learner(1, {.epochs = 1, .checkpoint_dir = dir});
+  (void)first.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  const auto path = dir / "checkpoint.safetensors";
+  const auto size = std::filesystem::file_size(path);
+
+  {  // a flipped bit in the weights
+    std::fstream file(path, std::ios::in | std::ios::out | std::ios::binary);
+    file.seekg(static_cast<std::streamoff>(size - 5));
+    char byte = 0;
+    file.read(&byte, 1);
+    byte = static_cast<char>(byte ^ 0x10);
+    file.seekp(static_cast<std::streamoff>(size - 5));
+    file.write(&byte, 1);
+  }
+  auto corrupt = make_learner(1, {.epochs = 2, .checkpoint_dir = dir, .resume = true});
+  EXPECT_THAT([&] { (void)corrupt.fit(loader_for(train, 8, 4), valid_loader_for(valid)); },
+              ::testing::ThrowsMessage<stoke::InputError>(::testing::AllOf(
+                  ::testing::HasSubstr(path.string()), ::testing::HasSubstr("CRC-32"))));
+
+  std::filesystem::resize_file(path, size / 2);
+  auto truncated = make_learner(1, {.epochs = 2, .checkpoint_dir = dir, .resume = true});
+  EXPECT_THAT([&] { (void)truncated.fit(loader_for(train, 8, 4), valid_loader_for(valid)); },
+              ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr(path.string())));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, AWorkerExceptionStopsTrainingWithThatError) {
+  ToyImages train(800);
+  train.failing_index = 517;
+  const ToyImages valid(64, 9);
+  auto learner = make_learner(3, {.epochs = 2});
+  EXPECT_THAT(
+      [&] { (void)learner.fit(loader_for(train, 8, 4, 2), valid_loader_for(valid)); },
+      ::testing::ThrowsMessage<stoke::DataError>(::testing::HasSubstr("sample 517 is unreadable")));
+}
+
+TEST(Learner, WritesAMetricsCsvWithOneLinePerEpoch) {
+  const ToyImages train(200), valid(50, 9);
+  const auto dir = fresh_directory("csv");
+  auto learner = make_learner(2, {.epochs = 3, .metrics_csv = dir / "metrics.csv"});
+  (void)learner.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  std::ifstream csv(dir / "metrics.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u);
+  EXPECT_THAT(lines[0], ::testing::StartsWith("epoch,train_loss,train_accuracy,valid_loss"));
+  EXPECT_THAT(lines[0], ::testing::EndsWith("wait_s_device0,wait_s_device1"));
+  EXPECT_THAT(lines[3], ::testing::StartsWith("2,"));
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, CheckpointWeightsAreNamedTensors) {
+  const ToyImages train(100), valid(50, 9);
+  const auto dir = fresh_directory("named");
+  auto learner = make_learner(1, {.epochs = 1, .checkpoint_dir = dir});
+  (void)learner.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  const auto file = stoke::load_safetensors(dir / "checkpoint.safetensors");
+  EXPECT_THAT(file.names(), ::testing::IsSupersetOf({std::string("model.layers.0.weight"),
+                                                     std::string("model.layers.1.bias"),
+                                                     std::string("optimizer.state")}));
+  EXPECT_EQ(file.tensor("model.layers.0.weight").shape, (std::vector<std::size_t>{kPixels, 12}));
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
