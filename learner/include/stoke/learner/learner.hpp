@@ -99,7 +99,10 @@ class Learner {
     MetricsCsv csv(options_.metrics_csv, result.resumed);
     run.csv = &csv;
     run.result = &result;
-    run.collective = B::make_collective(devices_);
+    run.collective =
+        options_.make_collective
+            ? std::make_unique<AnyCollective>(options_.make_collective(devices_.size()))
+            : std::make_unique<AnyCollective>(B::make_collective(devices_));
     run.train = split(train, devices_);
     run.valid = split(valid, devices_);
     std::vector<Replica> replicas(devices_.size(), Replica{model_, optimizer_});
@@ -139,7 +142,7 @@ class Learner {
     std::size_t first_epoch = 0;
     std::size_t first_step = 0;
     StepOutput resumed_sums;
-    std::unique_ptr<typename B::Collective> collective;
+    std::unique_ptr<AnyCollective> collective;
     std::vector<Train> train;
     std::vector<Valid> valid;
     MetricsCsv* csv = nullptr;
@@ -279,7 +282,7 @@ class Learner {
   }
 
   void checkpoint(const Replica& replica, const TrainingProgress& progress) const {
-    if (options_.checkpoint_dir.empty()) return;
+    if (options_.checkpoint_dir.empty() || !options_.write_checkpoints) return;
     const std::vector<float> state = replica.optimizer.state();
     save_checkpoint(checkpoint_path(), replica.model, replica.model.parameters(), state, progress);
   }

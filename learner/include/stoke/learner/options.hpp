@@ -4,8 +4,11 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <ostream>
+
+#include <stoke/core/collective.hpp>
 
 namespace stoke {
 
@@ -19,6 +22,10 @@ struct LearnerOptions {
   std::ostream* log = &std::cout;          ///< where progress goes (nullptr: silent)
   bool live_progress = false;              ///< a live line during each epoch (terminals)
   std::size_t stop_after_steps = 0;        ///< stop once this many steps are done (0: never)
+  bool write_checkpoints = true;           ///< false on all but one rank of a distributed run
+  /// Makes the collective over the learner's devices (participant k is device k); empty: the
+  /// backend's own. A distributed run passes one that also reduces across ranks.
+  std::function<AnyCollective(std::size_t participants)> make_collective;
 };
 
 }  // namespace stoke

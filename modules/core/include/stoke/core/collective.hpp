@@ -42,4 +42,42 @@ concept CollectiveBackend = Backend<B> && Collective<typename B::Collective> &&
                               } -> std::same_as<std::unique_ptr<typename B::Collective>>;
                             };
 
+/// Any `Collective` behind one interface. The learner holds one, so a collective spanning
+/// several processes (see `stoke::dist`) can stand in for the backend's own.
+class AnyCollective {
+ public:
+  /// Takes ownership of `collective`.
+  template <Collective C>
+  explicit AnyCollective(std::unique_ptr<C> collective)
+      : self_(std::make_unique<Model<C>>(std::move(collective))) {}
+
+  /// Number of participants.
+  [[nodiscard]] std::size_t size() const { return self_->size(); }
+  /// See `Collective`: every participant's `values` becomes the sum over all of them.
+  void all_reduce_sum(std::size_t participant, std::span<float> values) {
+    self_->all_reduce_sum(participant, values);
+  }
+  /// See `Collective`: wakes every waiting participant with an error.
+  void abort() { self_->abort(); }
+
+ private:
+  struct Interface {
+    virtual ~Interface() = default;
+    virtual std::size_t size() const = 0;
+    virtual void all_reduce_sum(std::size_t participant, std::span<float> values) = 0;
+    virtual void abort() = 0;
+  };
+  template <class C>
+  struct Model final : Interface {
+    explicit Model(std::unique_ptr<C> inner) : collective(std::move(inner)) {}
+    std::size_t size() const override { return collective->size(); }
+    void all_reduce_sum(std::size_t participant, std::span<float> values) override {
+      collective->all_reduce_sum(participant, values);
+    }
+    void abort() override { collective->abort(); }
+    std::unique_ptr<C> collective;
+  };
+  std::unique_ptr<Interface> self_;
+};
+
 }  // namespace stoke
