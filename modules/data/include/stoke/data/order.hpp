@@ -13,11 +13,12 @@ namespace stoke {
 
 /// The order in which one epoch visits a dataset of `size` samples.
 ///
-/// Shuffled orders are a balanced Feistel network over the smallest even power of two
-/// that holds `size`, with cycle walking: positions that map outside `[0, size)` are mapped
-/// again until they land inside, which keeps the map a bijection of `[0, size)`. Each epoch
-/// has its own round keys, derived from (seed, epoch). Expected work per position is under
-/// four network evaluations, since the domain is less than four times `size`.
+/// Shuffled orders are a Feistel network over the smallest power of two that holds `size`
+/// (unbalanced when the bit count is odd: the halves swap sizes every round), with cycle
+/// walking: positions that map outside `[0, size)` are mapped again until they land inside,
+/// which keeps the map a bijection of `[0, size)`. Each epoch has its own round keys,
+/// derived from (seed, epoch). Expected work per position is under two network evaluations,
+/// since the domain is less than twice `size`.
 class EpochOrder {
  public:
   /// The identity order (no shuffle) over `size` samples.
@@ -27,10 +28,7 @@ class EpochOrder {
   EpochOrder(std::size_t size, std::uint64_t seed, std::uint64_t epoch) noexcept
       : size_(size), shuffled_(size > 1) {
     if (!shuffled_) return;
-    const int bits = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(size - 1)));
-    half_bits_ = (bits + 1) / 2;
-    if (half_bits_ == 0) half_bits_ = 1;
-    half_mask_ = (std::uint64_t{1} << half_bits_) - 1;
+    bits_ = static_cast<int>(std::bit_width(static_cast<std::uint64_t>(size - 1)));
     const std::uint64_t epoch_key = mix64(seed ^ mix64(epoch + 0x5851F42D4C957F2Dull));
     for (int round = 0; round < kRounds; ++round) {
       round_keys_[round] =
@@ -57,21 +55,25 @@ class EpochOrder {
  private:
   static constexpr int kRounds = 6;
 
+  /// One pass of the network over `bits_` bits. Each round xors the high part with a keyed
+  /// hash of the low part, then rotates the low part to the top, so the parts trade places
+  /// (and sizes, when `bits_` is odd); every round is a bijection, so the pass is one.
   [[nodiscard]] std::uint64_t encrypt(std::uint64_t x) const noexcept {
-    std::uint64_t left = x >> half_bits_;
-    std::uint64_t right = x & half_mask_;
+    int low_bits = bits_ / 2;
     for (int round = 0; round < kRounds; ++round) {
-      const std::uint64_t mixed = left ^ (mix64(right ^ round_keys_[round]) & half_mask_);
-      left = right;
-      right = mixed;
+      const int high_bits = bits_ - low_bits;
+      const std::uint64_t low = x & ((std::uint64_t{1} << low_bits) - 1);
+      const std::uint64_t high_mask = (std::uint64_t{1} << high_bits) - 1;
+      const std::uint64_t high = (x >> low_bits) ^ (mix64(low ^ round_keys_[round]) & high_mask);
+      x = (low << high_bits) | high;
+      low_bits = high_bits;
     }
-    return (left << half_bits_) | right;
+    return x;
   }
 
   std::size_t size_ = 0;
   bool shuffled_ = false;
-  int half_bits_ = 0;
-  std::uint64_t half_mask_ = 0;
+  int bits_ = 0;  // the network permutes [0, 2^bits_)
   std::uint64_t round_keys_[kRounds] = {};
 };
 
