@@ -7,3 +7,4 @@
 #include <stoke/core/device.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
+#include <stoke/core/staging.hpp>

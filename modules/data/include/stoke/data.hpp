@@ -12,6 +12,7 @@
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
 #include <stoke/data/plan.hpp>
+#include <stoke/data/prefetch.hpp>
 #include <stoke/data/sample_context.hpp>
 #include <stoke/data/sharded_order.hpp>
 #include <stoke/data/sources.hpp>

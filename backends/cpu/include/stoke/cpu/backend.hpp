@@ -20,6 +20,8 @@ namespace stoke::cpu {
 struct Backend {
   using Device = cpu::Device;                      ///< `cpu:N`
   using Collective = cpu::SharedMemoryCollective;  ///< all_reduce through shared memory
+  /// Batches already live where CPU devices compute: device prefetch passes them through.
+  static constexpr bool host_memory = true;
 
   /// `"cpu"`.
   static constexpr std::string_view name() noexcept { return "cpu"; }

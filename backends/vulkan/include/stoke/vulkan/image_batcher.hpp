@@ -1,0 +1,143 @@
+#pragma once
+/// @file
+/// `vulkan::ImageBatcher`: labelled byte images to a normalised float batch on a Vulkan
+/// device. It uploads the bytes (a quarter of the floats' size) and normalises them there.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <stoke/core/error.hpp>
+#include <stoke/data/labeled_image.hpp>
+#include <stoke/vulkan/buffer.hpp>
+#include <stoke/vulkan/context.hpp>
+#include <stoke/vulkan/device.hpp>
+#include <stoke/vulkan/fence.hpp>
+#include <stoke/vulkan/normalize_pipeline.hpp>
+#include <stoke/vulkan/registry.hpp>
+#include <stoke/vulkan/stager.hpp>
+
+namespace stoke::vulkan {
+
+/// A batch of labelled images on a Vulkan device.
+struct ImageBatch {
+  Buffer inputs;                     ///< `rows x row_size` float32, row-major, on the device
+  std::vector<std::int32_t> labels;  ///< the class of every row (host memory)
+  std::size_t rows = 0;              ///< images in the batch
+  std::size_t row_size = 0;          ///< pixels per image
+  Fence ready;                       ///< signals when `inputs` holds the normalised values
+
+  /// The device the batch lives on.
+  [[nodiscard]] const Device& device() const noexcept { return inputs.device(); }
+};
+
+namespace detail {
+
+/// The stager and pipeline of every device an `ImageBatcher` (and its copies) batched for.
+class ImageBatcherResources {
+ public:
+  /// What one device needs.
+  struct PerDevice {
+    std::shared_ptr<Context> context;
+    std::shared_ptr<Stager> stager;
+    std::shared_ptr<NormalizePipeline> pipeline;
+  };
+
+  /// Resources whose stagers hold `slots` staging buffers each.
+  explicit ImageBatcherResources(std::size_t slots) : slots_(slots) {}
+
+  /// The resources of `device`, made on first use.
+  PerDevice of(const Device& device) {
+    std::lock_guard lock(mutex_);
+    PerDevice& entry = devices_[device];
+    if (!entry.context) {
+      auto made = context(device);
+      entry.stager = std::make_shared<Stager>(made, slots_);
+      entry.pipeline = std::make_shared<NormalizePipeline>(made);
+      entry.context = std::move(made);
+    }
+    return entry;
+  }
+
+ private:
+  std::size_t slots_;
+  std::mutex mutex_;
+  std::unordered_map<Device, PerDevice> devices_;
+};
+
+}  // namespace detail
+
+/// Batches `LabeledImage`s into an `ImageBatch` on the requested Vulkan device: the pixel
+/// bytes are gathered into a staging buffer, copied to the device, and turned into floats
+/// `(b / 255 - mean) / std` by the `normalize_u8` compute shader, so four times fewer bytes
+/// cross to the device than for a host-normalised batch. `batch` returns once the work is
+/// submitted; the batch's `ready` fence signals when it is done.
+///
+/// It refuses what `cpu::ClassificationBatcher` refuses, with the same `InputError`s: images
+/// of a different pixel count than the first, labels above `INT32_MAX`, a `std` that is zero
+/// or not finite. Copies share the per-device stagers and pipelines; thread-safe.
+class ImageBatcher {
+ public:
+  /// Normalises with `mean` and `std`, staging through `staging_slots` buffers per device.
+  explicit ImageBatcher(float mean = 0.0F, float std = 1.0F, std::size_t staging_slots = 4)
+      : mean_(mean),
+        std_(std),
+        resources_(std::make_shared<detail::ImageBatcherResources>(staging_slots)) {}
+
+  /// Subtracted after scaling bytes to [0, 1].
+  [[nodiscard]] float mean() const noexcept { return mean_; }
+  /// Then divided by.
+  [[nodiscard]] float std() const noexcept { return std_; }
+
+  /// The batch of `items`, on `device`.
+  ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
+    if (std_ == 0.0F || !std::isfinite(std_) || !std::isfinite(mean_)) {
+      throw InputError("stoke: vulkan::ImageBatcher: mean " + std::to_string(mean_) + " and std " +
+                       std::to_string(std_) + " must be finite, and std non-zero");
+    }
+    const std::size_t rows = items.size();
+    const std::size_t pixels = items.empty() ? 0 : items.front().pixels.size();
+    std::vector<std::int32_t> labels;
+    labels.reserve(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      if (items[i].pixels.size() != pixels) {
+        throw InputError("stoke: vulkan::ImageBatcher: item " + std::to_string(i) +
+                         " of the batch has " + std::to_string(items[i].pixels.size()) +
+                         " pixels, item 0 has " + std::to_string(pixels));
+      }
+      if (items[i].label > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max())) {
+        throw InputError("stoke: vulkan::ImageBatcher: item " + std::to_string(i) +
+                         " of the batch has label " + std::to_string(items[i].label) +
+                         ", which does not fit in int32");
+      }
+      labels.push_back(static_cast<std::int32_t>(items[i].label));
+    }
+    const std::size_t count = rows * pixels;
+    const detail::ImageBatcherResources::PerDevice resources = resources_->of(device);
+    auto bytes = resources.stager->upload_with(count, [&](std::span<std::byte> staging) {
+      for (std::size_t i = 0; i < rows && pixels > 0; ++i) {
+        std::memcpy(staging.data() + i * pixels, items[i].pixels.data(), pixels);
+      }
+    });
+    Buffer inputs(resources.context, count * sizeof(float));
+    Fence ready = resources.pipeline->run(bytes.value, inputs, count, mean_, std_,
+                                          std::span(&bytes.fence, 1));
+    return ImageBatch{std::move(inputs), std::move(labels), rows, pixels, std::move(ready)};
+  }
+
+ private:
+  float mean_;
+  float std_;
+  std::shared_ptr<detail::ImageBatcherResources> resources_;
+};
+
+}  // namespace stoke::vulkan

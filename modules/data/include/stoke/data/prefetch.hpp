@@ -1,0 +1,364 @@
+#pragma once
+/// @file
+/// `prefetch_to_device`: while the consumer works on one batch, the next ones are already
+/// copying to its device, each with a fence the consumer waits on when it takes the batch.
+
+#include <concepts>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ranges>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <utility>
+
+#include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
+#include <stoke/core/staging.hpp>
+#include <stoke/data/batch.hpp>
+#include <stoke/data/batch_loader.hpp>
+#include <stoke/data/dataloader.hpp>
+#include <stoke/data/detail/batch_range.hpp>
+#include <stoke/data/multithread_loader.hpp>
+
+namespace stoke {
+
+/// Whether the devices of backend `B` work on host memory, so that a host batch already is
+/// where it must be and `prefetch_to_device` passes it through untouched: a backend says so
+/// with `static constexpr bool host_memory = true;` (as `cpu::Backend` does).
+template <class B>
+inline constexpr bool is_host_memory_backend = requires { requires B::host_memory; };
+
+/// The backend a loader makes batches for: `L::backend_type` where it names one, else
+/// deduced for stoke's own loaders.
+template <class L>
+struct loader_backend {};
+template <class L>
+  requires requires { typename L::backend_type; }
+struct loader_backend<L> {
+  using type = typename L::backend_type;  ///< the loader's backend
+};
+template <Dataset S, class T, Backend B>
+struct loader_backend<BatchLoader<S, T, B>> {
+  using type = B;  ///< the loader's backend
+};
+template <Dataset S, class T, Backend B>
+struct loader_backend<MultiThreadLoader<S, T, B>> {
+  using type = B;  ///< the loader's backend
+};
+/// The backend a loader makes batches for.
+template <class L>
+using loader_backend_t = typename loader_backend<L>::type;
+
+namespace detail {
+/// A contiguous, sized range of trivially copyable values: it can be uploaded as bytes.
+template <class R>
+concept TrivialContiguous =
+    std::ranges::contiguous_range<const R&> && std::ranges::sized_range<const R&> &&
+    std::is_trivially_copyable_v<std::ranges::range_value_t<const R&>>;
+
+template <class R>
+std::span<const std::byte> bytes_of_range(const R& range) {
+  return std::as_bytes(std::span(std::ranges::data(range), std::ranges::size(range)));
+}
+}  // namespace detail
+
+/// Host data the default upload understands: a contiguous range of trivially copyable values
+/// (`std::vector<float>`), or an object whose `values()` views one it owns (`cpu::Tensor`).
+template <class T>
+concept HostBytes = detail::TrivialContiguous<T> || requires(const T& data) {
+  { data.values() } -> detail::TrivialContiguous;
+};
+
+/// The bytes of host data, as the default upload sends them (a view, not a copy).
+template <HostBytes T>
+[[nodiscard]] std::span<const std::byte> host_bytes(const T& data) {
+  if constexpr (detail::TrivialContiguous<T>) {
+    return detail::bytes_of_range(data);
+  } else {
+    return detail::bytes_of_range(data.values());
+  }
+}
+
+/// The default way `prefetch_to_device` uploads a host batch: its `host_bytes` into one
+/// device buffer. A custom stage is any callable `stage(stager, data)` returning a `Staged`.
+struct UploadHostBytes {
+  /// Starts the upload of `data` with `stager`.
+  template <class Stager, HostBytes T>
+  auto operator()(Stager& stager, const T& data) const {
+    return stager.upload(host_bytes(data));
+  }
+};
+
+namespace detail {
+
+/// The value and fence types of a `Staged`.
+template <class S>
+struct staged_parts;
+template <class V, class F>
+struct staged_parts<Staged<V, F>> {
+  using value = V;
+  using fence = F;
+};
+
+/// The message of the exception in flight (call from a `catch` block).
+inline std::string current_exception_message() {
+  try {
+    throw;
+  } catch (const std::exception& error) {
+    return error.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+/// The thread of one prefetching range: it pulls host batches, starts their uploads, and
+/// queues them with their fences, at most `depth` ahead of the consumer.
+template <class Value, Fence F>
+class PrefetchPipeline {
+ public:
+  /// A pipeline keeping `depth` uploads in flight for `device` (named in errors).
+  PrefetchPipeline(std::size_t depth, std::string device)
+      : depth_(depth), device_(std::move(device)) {}
+  PrefetchPipeline(const PrefetchPipeline&) = delete;
+  PrefetchPipeline& operator=(const PrefetchPipeline&) = delete;
+  ~PrefetchPipeline() { stop(); }
+
+  /// Starts the thread that drains `range`, uploading every batch with `stage(stager, data)`.
+  template <class Range, class Stage, class Stager>
+  void start(Range range, Stage stage, std::shared_ptr<Stager> stager) {
+    thread_ = std::thread([this, range = std::move(range), stage = std::move(stage),
+                           stager]() mutable { run(range, stage, *stager); });
+  }
+
+  /// The next batch in order, once its fence has signalled; `std::nullopt` after the last.
+  /// Rethrows the failure of a host batch or an upload at its position, as a `DataError`.
+  std::optional<Batch<Value>> take() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return !queue_.empty() || done_; });
+    if (queue_.empty()) {
+      if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      return std::nullopt;
+    }
+    Entry entry = std::move(queue_.front());
+    queue_.pop_front();
+    lock.unlock();
+    changed_.notify_all();
+    try {
+      entry.fence.wait();
+    } catch (...) {
+      throw DataError(context(entry.batch, "fence", "caller"), current_exception_message());
+    }
+    return std::move(entry.batch);
+  }
+
+  /// Stops the thread (it finishes the batch it is pulling or uploading) and joins it.
+  void stop() {
+    {
+      std::lock_guard lock(mutex_);
+      stop_ = true;
+    }
+    changed_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  struct Entry {
+    Batch<Value> batch;
+    F fence;
+  };
+
+  template <class Range, class Stage, class Stager>
+  void run(Range& range, const Stage& stage, Stager& stager) {
+    try {
+      if (!wait_for_room()) return;
+      auto it = std::ranges::begin(range);
+      const auto end = std::ranges::end(range);
+      while (it != end) {
+        auto&& host = *it;
+        Entry entry = upload(host, stage, stager);
+        {
+          std::lock_guard lock(mutex_);
+          queue_.push_back(std::move(entry));
+        }
+        changed_.notify_all();
+        if (!wait_for_room()) return;
+        ++it;
+      }
+    } catch (...) {
+      std::lock_guard lock(mutex_);
+      error_ = std::current_exception();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      done_ = true;
+    }
+    changed_.notify_all();
+  }
+
+  template <class Host, class Stage, class Stager>
+  Entry upload(Host& host, const Stage& stage, Stager& stager) {
+    try {
+      auto staged = std::invoke(stage, stager, std::move(host.data));
+      return Entry{Batch<Value>{std::move(staged.value), host.epoch, host.step, host.padding,
+                                std::move(host.indices)},
+                   std::move(staged.fence)};
+    } catch (...) {
+      throw DataError(context(host, "upload", "prefetch thread"), current_exception_message());
+    }
+  }
+
+  /// Waits until fewer than `depth` uploads are queued; false once stopped.
+  bool wait_for_room() {
+    std::unique_lock lock(mutex_);
+    changed_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
+    return !stop_;
+  }
+
+  template <class B>
+  DataErrorContext context(const B& batch, const char* stage, const char* worker) const {
+    return DataErrorContext{
+        batch.epoch, batch.step, batch.indices.empty() ? 0 : batch.indices.front(),
+        stage,       worker,     device_};
+  }
+
+  std::size_t depth_;
+  std::string device_;
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::deque<Entry> queue_;
+  std::exception_ptr error_;
+  bool done_ = false;
+  bool stop_ = false;
+  std::thread thread_;
+};
+
+}  // namespace detail
+
+/// A loader whose batches are copied to its device ahead of the consumer.
+///
+/// `iter()` starts a thread that pulls the host batches of `L`, starts their uploads with
+/// `Stage` through a `B::Stager` of `depth` staging buffers, and queues them: while the
+/// consumer works on batch k, batches k+1 .. k+depth are being made and copied. Taking a
+/// batch waits only on that batch's fence. Memory in flight is bounded: at most `depth`
+/// queued device batches (plus the one the consumer holds) and `depth` staging buffers.
+/// Batches keep the host batch's epoch, step, padding and indices; their `data` is the value
+/// the stage made (by default the `B::Buffer` holding the host batch's bytes). A failed
+/// upload or fence is rethrown to the consumer as a `DataError` at the batch's position.
+template <StagingBackend B, DataLoader L, class Stage = UploadHostBytes>
+  requires std::same_as<typename L::device_type, device_t<B>>
+class PrefetchLoader {
+  using host_data_type = decltype(std::declval<typename L::batch_type&>().data);
+  using staged_type =
+      std::remove_cvref_t<std::invoke_result_t<const Stage&, stager_t<B>&, host_data_type&&>>;
+  using value_type = typename detail::staged_parts<staged_type>::value;
+  using fence_type = typename detail::staged_parts<staged_type>::fence;
+  using Pipeline = detail::PrefetchPipeline<value_type, fence_type>;
+
+ public:
+  using backend_type = B;                          ///< where batches are uploaded
+  using device_type = device_t<B>;                 ///< the device batches land on
+  using host_batch_type = typename L::batch_type;  ///< what the inner loader yields
+  using batch_type = Batch<value_type>;            ///< what `iter()` yields
+
+  /// Wraps `loader`, keeping `depth` (at least 1) uploads in flight with `stage`.
+  PrefetchLoader(L loader, std::size_t depth, Stage stage = {})
+      : inner_(std::move(loader)), depth_(depth), stage_(std::move(stage)) {
+    if (depth_ == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
+    if constexpr (requires { inner_.device(); }) device_ = inner_.device();
+  }
+  /// A copy wraps a copy of the inner loader; it makes its own stager when first iterated.
+  PrefetchLoader(const PrefetchLoader& other)
+      : inner_(other.inner_), depth_(other.depth_), stage_(other.stage_), device_(other.device_) {}
+  PrefetchLoader& operator=(const PrefetchLoader& other) {
+    if (this != &other) *this = PrefetchLoader(other);
+    return *this;
+  }
+  PrefetchLoader(PrefetchLoader&&) noexcept = default;
+  PrefetchLoader& operator=(PrefetchLoader&&) noexcept = default;
+  ~PrefetchLoader() = default;
+
+  /// The next epoch's batches, on `device()`, in order; advances the inner loader's epoch.
+  [[nodiscard]] detail::BatchRange<batch_type> iter() {
+    if (!stager_) stager_ = B::make_stager(device_, depth_);
+    auto pipeline = std::make_shared<Pipeline>(depth_, device_name(device_));
+    pipeline->start(inner_.iter(), stage_, stager_);
+    return detail::BatchRange<batch_type>([pipeline] { return pipeline->take(); },
+                                          [pipeline] { pipeline->stop(); });
+  }
+
+  /// Items the next epoch yields.
+  [[nodiscard]] std::size_t num_items() const { return inner_.num_items(); }
+  /// Makes later batches for (and uploads them to) `device`.
+  void set_device(const device_type& device) {
+    inner_.set_device(device);
+    if (!(device == device_)) stager_.reset();
+    device_ = device;
+  }
+  /// The device batches are uploaded to.
+  [[nodiscard]] const device_type& device() const noexcept { return device_; }
+  /// Prefetching over positions `[begin, end)` of the inner loader's epochs.
+  [[nodiscard]] PrefetchLoader slice(std::size_t begin, std::size_t end) const {
+    return PrefetchLoader(inner_.slice(begin, end), depth_, stage_);
+  }
+  /// Prefetching over part `index` of `count` of the inner loader (see `split`).
+  [[nodiscard]] PrefetchLoader part(std::size_t count, std::size_t index) const
+    requires SplittableLoader<L>
+  {
+    return PrefetchLoader(inner_.part(count, index), depth_, stage_);
+  }
+
+  /// Uploads kept in flight.
+  [[nodiscard]] std::size_t depth() const noexcept { return depth_; }
+  /// The loader whose batches are uploaded.
+  [[nodiscard]] const L& inner() const noexcept { return inner_; }
+  /// The stager of this loader's device, or null before the first `iter()`.
+  [[nodiscard]] const stager_t<B>* stager() const noexcept { return stager_.get(); }
+
+ private:
+  L inner_;
+  std::size_t depth_;
+  Stage stage_;
+  device_type device_{};
+  std::shared_ptr<stager_t<B>> stager_;
+};
+
+/// Keeps `depth` batches of `loader` copying to its device ahead of the consumer (see
+/// `PrefetchLoader`). `loader` makes host batches for a device of backend `B`. For a host
+/// memory backend (`cpu::Backend`) the batches already are on the device: `loader` itself is
+/// returned and its batches pass through untouched.
+template <class B, DataLoader L>
+  requires is_host_memory_backend<B> || StagingBackend<B>
+[[nodiscard]] auto prefetch_to_device(L loader, std::size_t depth) {
+  if (depth == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
+  if constexpr (is_host_memory_backend<B>) {
+    return loader;
+  } else {
+    return PrefetchLoader<B, L>(std::move(loader), depth);
+  }
+}
+
+/// Keeps `depth` batches of `loader` uploading ahead of the consumer, each started with
+/// `stage(stager, data)`, which returns a `Staged` value and fence.
+template <StagingBackend B, DataLoader L, class Stage>
+[[nodiscard]] PrefetchLoader<B, L, Stage> prefetch_to_device(L loader, std::size_t depth,
+                                                             Stage stage) {
+  return PrefetchLoader<B, L, Stage>(std::move(loader), depth, std::move(stage));
+}
+
+/// `prefetch_to_device` for the backend the loader was built for (`loader_backend_t<L>`).
+template <DataLoader L>
+  requires requires { typename loader_backend_t<L>; }
+[[nodiscard]] auto prefetch_to_device(L loader, std::size_t depth) {
+  return prefetch_to_device<loader_backend_t<L>>(std::move(loader), depth);
+}
+
+}  // namespace stoke

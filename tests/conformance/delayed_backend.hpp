@@ -1,0 +1,257 @@
+#pragma once
+/// @file
+/// A test-only staging backend, written as a user would write their own: its "device" is
+/// host memory behind a simulated copy engine, a thread that performs every copy after a
+/// delay and then signals the copy's fence. A consumer that skipped a fence would see an
+/// unfilled buffer, and a staging buffer refilled before its fence would corrupt the copy
+/// still waiting to read it.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <ostream>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <stoke/core/error.hpp>
+#include <stoke/core/staging.hpp>
+
+namespace stoke::testing::delayed {
+
+/// A device of the delayed backend: `delayed:N`.
+struct Device {
+  std::size_t index = 0;
+  friend bool operator==(const Device&, const Device&) = default;
+  friend std::ostream& operator<<(std::ostream& out, const Device& device) {
+    return out << "delayed:" << device.index;
+  }
+};
+
+}  // namespace stoke::testing::delayed
+
+template <>
+struct std::hash<stoke::testing::delayed::Device> {
+  std::size_t operator()(const stoke::testing::delayed::Device& device) const noexcept {
+    return device.index;
+  }
+};
+
+namespace stoke::testing::delayed {
+
+/// How the copy engines of stagers made from now on behave (tests set it).
+struct Settings {
+  std::chrono::microseconds delay{1000};  ///< every copy takes this long
+  std::optional<std::size_t> fail_copy;   ///< this copy of each stager (from 0) fails
+};
+
+inline Settings& settings() {
+  static Settings current;
+  return current;
+}
+
+/// Signalled by the copy engine, with an error message when the copy failed.
+class Fence {
+ public:
+  /// Already signalled.
+  Fence() = default;
+  /// Not signalled yet.
+  static Fence pending() {
+    Fence fence;
+    fence.state_ = std::make_shared<State>();
+    return fence;
+  }
+  /// Whether the copy has finished, without blocking.
+  [[nodiscard]] bool ready() const {
+    if (!state_) return true;
+    std::lock_guard lock(state_->mutex);
+    return state_->done;
+  }
+  /// Blocks until the copy has finished; throws `stoke::Error` if it failed.
+  void wait() const {
+    if (!state_) return;
+    std::unique_lock lock(state_->mutex);
+    state_->changed.wait(lock, [&] { return state_->done; });
+    if (!state_->error.empty()) throw Error(state_->error);
+  }
+  /// Signals, with `error` if the copy failed.
+  void signal(std::string error = {}) const {
+    {
+      std::lock_guard lock(state_->mutex);
+      state_->done = true;
+      state_->error = std::move(error);
+    }
+    state_->changed.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool done = false;
+    std::string error;
+  };
+  std::shared_ptr<State> state_;
+};
+
+/// "Device memory": bytes the copy engine fills, and the fence of that copy.
+class Buffer {
+ public:
+  /// No memory.
+  Buffer() = default;
+  /// `size` zero bytes on `device`, filled by the copy that signals `written`.
+  Buffer(Device device, std::size_t size, Fence written)
+      : device_(device), memory_(std::make_shared<Memory>(size, std::move(written))) {}
+  /// Size in bytes.
+  [[nodiscard]] std::size_t size() const noexcept { return memory_ ? memory_->bytes.size() : 0; }
+  /// The device it lives on.
+  [[nodiscard]] const Device& device() const noexcept { return device_; }
+  /// The fence of the copy that fills it.
+  [[nodiscard]] const Fence& written() const { return memory_->written; }
+
+ private:
+  friend class Stager;
+  struct Memory {
+    Memory(std::size_t size, Fence fence) : bytes(size), written(std::move(fence)) {}
+    std::vector<std::byte> bytes;
+    Fence written;
+  };
+  Device device_;
+  std::shared_ptr<Memory> memory_;
+};
+
+/// Uploads through `slots` staging buffers, used round robin; each copy runs on the engine
+/// thread after `Settings::delay`, in submission order.
+class Stager {
+ public:
+  /// A stager for `device` with `slots` staging buffers and a copy engine of `settings`.
+  Stager(Device device, std::size_t slots, Settings settings)
+      : device_(device), settings_(settings), slots_(slots) {
+    if (slots == 0) throw std::invalid_argument("delayed: a stager needs a staging slot");
+    engine_ = std::thread([this] { run(); });
+  }
+  Stager(const Stager&) = delete;
+  Stager& operator=(const Stager&) = delete;
+  /// Finishes the copies in flight, then stops the engine.
+  ~Stager() {
+    {
+      std::lock_guard lock(jobs_mutex_);
+      stop_ = true;
+    }
+    jobs_changed_.notify_all();
+    engine_.join();
+  }
+
+  /// The device it uploads to.
+  [[nodiscard]] const Device& device() const noexcept { return device_; }
+  /// The most staging buffers it holds.
+  [[nodiscard]] std::size_t capacity() const noexcept { return slots_.size(); }
+  /// Staging buffers allocated so far.
+  [[nodiscard]] std::size_t staging_buffers() const {
+    std::lock_guard lock(upload_mutex_);
+    return allocated_;
+  }
+
+  /// Fills the next staging buffer (after its last copy) and queues its copy.
+  Staged<Buffer, Fence> upload(std::span<const std::byte> bytes) {
+    std::lock_guard lock(upload_mutex_);
+    Slot& slot = slots_[next_slot_++ % slots_.size()];
+    try {
+      slot.busy.wait();       // the copy that last read this staging buffer
+    } catch (const Error&) {  // that copy failed; its staging buffer is free all the same
+    }
+    if (!slot.allocated) {
+      slot.allocated = true;
+      ++allocated_;
+    }
+    slot.bytes.assign(bytes.begin(), bytes.end());
+    Fence fence = Fence::pending();
+    Buffer buffer(device_, bytes.size(), fence);
+    slot.busy = fence;
+    {
+      std::lock_guard jobs_lock(jobs_mutex_);
+      jobs_.push_back(Job{&slot.bytes, buffer.memory_, fence, copies_++});
+    }
+    jobs_changed_.notify_all();
+    return Staged<Buffer, Fence>{std::move(buffer), std::move(fence)};
+  }
+
+  /// The buffer's bytes, once its copy has finished.
+  [[nodiscard]] std::vector<std::byte> download(const Buffer& buffer) const {
+    buffer.memory_->written.wait();
+    return buffer.memory_->bytes;
+  }
+
+ private:
+  struct Slot {
+    std::vector<std::byte> bytes;
+    Fence busy;
+    bool allocated = false;
+  };
+  struct Job {
+    const std::vector<std::byte>* staging;
+    std::shared_ptr<Buffer::Memory> target;
+    Fence fence;
+    std::size_t number;
+  };
+
+  void run() {
+    for (;;) {
+      std::unique_lock lock(jobs_mutex_);
+      jobs_changed_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      Job job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lock.unlock();
+      std::this_thread::sleep_for(settings_.delay);
+      if (settings_.fail_copy == job.number) {
+        job.fence.signal("delayed: the copy engine failed copy " + std::to_string(job.number));
+        continue;
+      }
+      std::memcpy(job.target->bytes.data(), job.staging->data(), job.staging->size());
+      job.fence.signal();
+    }
+  }
+
+  Device device_;
+  Settings settings_;
+  mutable std::mutex upload_mutex_;
+  std::vector<Slot> slots_;
+  std::size_t next_slot_ = 0;
+  std::size_t allocated_ = 0;
+  std::size_t copies_ = 0;
+  std::mutex jobs_mutex_;
+  std::condition_variable jobs_changed_;
+  std::deque<Job> jobs_;
+  bool stop_ = false;
+  std::thread engine_;
+};
+
+/// The delayed backend: three devices, uploads through `Stager`.
+struct Backend {
+  using Device = delayed::Device;
+  using Buffer = delayed::Buffer;
+  using Fence = delayed::Fence;
+  using Stager = delayed::Stager;
+
+  /// `"delayed"`.
+  static constexpr std::string_view name() noexcept { return "delayed"; }
+  /// Three devices.
+  static std::vector<Device> devices() { return {Device{0}, Device{1}, Device{2}}; }
+  /// A stager with a copy engine of the current `settings()`.
+  static std::unique_ptr<Stager> make_stager(const Device& device, std::size_t slots) {
+    return std::make_unique<Stager>(device, slots, settings());
+  }
+};
+
+}  // namespace stoke::testing::delayed
