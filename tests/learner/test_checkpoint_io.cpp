@@ -22,58 +22,15 @@
 #include <stoke/learner/io/atomic_file.hpp>
 #include <stoke/learner/io/safetensors.hpp>
 
+#include "stoke_test_files.hpp"
+
 namespace {
+
+using stoke::testing::message_of;
+using stoke::testing::TempDir;
 
 using testing::AllOf;
 using testing::HasSubstr;
-
-/// The message of the `E` that `fn` throws; fails the test when it throws nothing.
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
-
-/// A directory of its own for one test, removed with everything in it afterwards.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto* test = testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("stoke-ckpt-" + std::string(test->name()) + "-" + std::to_string(::getpid()) + "-" +
-             std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  [[nodiscard]] const std::filesystem::path& path() const { return path_; }
-  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const {
-    return path_ / name;
-  }
-  /// The names of the entries in the directory, sorted.
-  [[nodiscard]] std::vector<std::string> entries() const {
-    std::vector<std::string> out;
-    for (const auto& entry : std::filesystem::directory_iterator(path_)) {
-      out.push_back(entry.path().filename().string());
-    }
-    std::sort(out.begin(), out.end());
-    return out;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

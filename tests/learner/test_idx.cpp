@@ -25,7 +25,12 @@
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/sources/idx.hpp>
 
+#include "stoke_test_files.hpp"
+
 namespace {
+
+using stoke::testing::message_of;
+using stoke::testing::TempDir;
 
 using testing::AllOf;
 using testing::HasSubstr;
@@ -36,44 +41,6 @@ static_assert(std::is_same_v<stoke::dataset_item_t<stoke::IdxClassificationDatas
                              stoke::cpu::LabeledImage>);
 static_assert(stoke::Batcher<stoke::cpu::ClassificationBatcher, stoke::cpu::Backend,
                              stoke::cpu::LabeledImage>);
-
-/// The message of the `E` that `fn` throws; fails the test when it throws nothing.
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
-
-/// A directory of its own for one test, removed with everything in it afterwards.
-class TempDir {
- public:
-  TempDir() {
-    static std::atomic<int> counter{0};
-    const auto* test = testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("stoke-idx-" + std::string(test->name()) + "-" + std::to_string(::getpid()) + "-" +
-             std::to_string(counter++));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-  [[nodiscard]] std::filesystem::path operator/(const std::string& name) const {
-    return path_ / name;
-  }
-
- private:
-  std::filesystem::path path_;
-};
 
 /// An IDX file: magic (0, 0, type, rank), big-endian dims, then `data`.
 Bytes idx_bytes(std::initializer_list<std::uint32_t> dims, const Bytes& data,

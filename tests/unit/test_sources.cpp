@@ -23,7 +23,12 @@
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/sources.hpp>
 
+#include "stoke_test_files.hpp"
+
 namespace {
+
+using stoke::testing::message_of;
+using stoke::testing::TempDir;
 
 using testing::AllOf;
 using testing::HasSubstr;
@@ -35,53 +40,6 @@ static_assert(std::is_same_v<decltype(std::declval<const stoke::InMemoryDataset<
                              const int&>);
 static_assert(
     std::is_same_v<stoke::dataset_item_t<stoke::MmapRecordDataset>, std::span<const std::byte>>);
-
-/// The message of the `E` that `fn` throws; fails the test when it throws nothing.
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
-}
-
-/// A directory of its own for one test, removed with everything in it afterwards.
-class TempDir {
- public:
-  TempDir() {
-    const auto* test = testing::UnitTest::GetInstance()->current_test_info();
-    path_ = std::filesystem::temp_directory_path() /
-            ("stoke-" + std::string(test->test_suite_name()) + "-" + test->name() + "-" +
-             std::to_string(::getpid()));
-    std::filesystem::remove_all(path_);
-    std::filesystem::create_directories(path_);
-  }
-  TempDir(const TempDir&) = delete;
-  TempDir& operator=(const TempDir&) = delete;
-  ~TempDir() {
-    std::error_code ignored;
-    std::filesystem::remove_all(path_, ignored);
-  }
-
-  /// Writes `bytes` to the file `name` in this directory; returns its path.
-  [[nodiscard]] std::filesystem::path write(const std::string& name,
-                                            const std::vector<std::byte>& bytes) const {
-    const auto file = path_ / name;
-    std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()),
-              static_cast<std::streamsize>(bytes.size()));
-    EXPECT_TRUE(out.good()) << "could not write " << file;
-    return file;
-  }
-
-  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
-
- private:
-  std::filesystem::path path_;
-};
 
 /// Bytes `0, 1, 2, ...` (mod 256), `count` of them.
 std::vector<std::byte> counting_bytes(std::size_t count) {

@@ -22,7 +22,11 @@
 #include <stoke/data/sources.hpp>
 #include <stoke/data/transforms.hpp>
 
+#include "stoke_test_files.hpp"
+
 namespace {
+
+using stoke::testing::message_of;
 
 using testing::AllOf;
 using testing::ElementsAre;
@@ -81,18 +85,6 @@ template <class T>
 std::vector<T> sorted(std::vector<T> items) {
   ranges::sort(items);
   return items;
-}
-
-/// The message of the `E` that `fn` throws; fails the test when it throws nothing.
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& error) {
-    return error.what();
-  }
-  ADD_FAILURE() << "expected an exception";
-  return {};
 }
 
 // ---- map ---------------------------------------------------------------------------------

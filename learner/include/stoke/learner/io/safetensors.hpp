@@ -30,6 +30,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stoke/core/detail/read_file.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
 
@@ -99,39 +100,6 @@ inline std::optional<std::size_t> safetensors_element_count(const std::vector<st
     count *= extent;
   }
   return count;
-}
-
-/// The whole file at `path`; throws `InputError` naming the path, the offset reached and
-/// the system's reason.
-inline std::vector<std::byte> read_safetensors_file(const std::filesystem::path& path) {
-  const auto fail = [&](std::size_t offset, int error) {
-    throw InputError("stoke: cannot read safetensors file '" + path.string() + "' at offset " +
-                     std::to_string(offset) + ": " + std::generic_category().message(error));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(0, errno);
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat info{};
-  std::vector<std::byte> bytes;
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-    bytes.resize(static_cast<std::size_t>(info.st_size));
-  }
-  std::size_t filled = 0;
-  while (true) {
-    if (filled == bytes.size()) bytes.resize(std::max<std::size_t>(4096, bytes.size() * 2));
-    const ::ssize_t got = ::read(fd, bytes.data() + filled, bytes.size() - filled);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      fail(filled, errno);
-    }
-    if (got == 0) break;
-    filled += static_cast<std::size_t>(got);
-  }
-  bytes.resize(filled);
-  return bytes;
 }
 
 }  // namespace detail
@@ -426,7 +394,7 @@ class SafetensorsFile {
 /// Reads and checks the safetensors file at `path` (see `SafetensorsFile`); also throws
 /// `InputError` naming the path when it is missing or unreadable.
 inline SafetensorsFile load_safetensors(const std::filesystem::path& path) {
-  return SafetensorsFile(path, detail::read_safetensors_file(path));
+  return SafetensorsFile(path, detail::read_whole_file<std::byte>(path, "safetensors"));
 }
 
 }  // namespace stoke

@@ -23,6 +23,7 @@
 #include <utility>
 #include <vector>
 
+#include <stoke/core/detail/read_file.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/data/detail/dataset_view.hpp>
 #include <stoke/data/labeled_image.hpp>
@@ -69,37 +70,9 @@ inline std::string idx_type_name(std::uint8_t type) {
   }
 }
 
-/// The whole file at `path`. Throws `InputError` naming the path, the offset reached and the
-/// system's reason when it cannot be opened or read.
+/// The whole file at `path` (see `read_whole_file`).
 inline std::vector<std::uint8_t> read_idx_file(const std::filesystem::path& path) {
-  const auto fail = [&](std::size_t offset, int error) {
-    throw InputError("stoke: cannot read IDX file " + idx_quoted(path) + " at offset " +
-                     std::to_string(offset) + ": " + std::generic_category().message(error));
-  };
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(0, errno);
-  struct FdCloser {
-    int fd;
-    ~FdCloser() { ::close(fd); }
-  } closer{fd};
-  struct stat info{};
-  std::vector<std::uint8_t> bytes;
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-    bytes.resize(static_cast<std::size_t>(info.st_size));
-  }
-  std::size_t filled = 0;
-  while (true) {
-    if (filled == bytes.size()) bytes.resize(std::max<std::size_t>(4096, bytes.size() * 2));
-    const ::ssize_t got = ::read(fd, bytes.data() + filled, bytes.size() - filled);
-    if (got < 0) {
-      if (errno == EINTR) continue;
-      fail(filled, errno);
-    }
-    if (got == 0) break;
-    filled += static_cast<std::size_t>(got);
-  }
-  bytes.resize(filled);
-  return bytes;
+  return read_whole_file<std::uint8_t>(path, "IDX");
 }
 
 /// Whether `bytes` starts with the gzip magic number `1f 8b`.
