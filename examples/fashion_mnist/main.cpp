@@ -7,8 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include <stoke/learner.hpp>
-#include <stoke/stoke.hpp>
+#include "fashion_mnist.hpp"
 
 int main(int argc, char** argv) {
   CLI::App app{"stoke: train an MLP on Fashion-MNIST on several CPU devices"};
@@ -33,45 +32,21 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", resume, "continue from the checkpoint in --checkpoint-dir");
   CLI11_PARSE(app, argc, argv);
 
-  const auto file = [&](const char* name) {
-    const auto plain = data / name;
-    return std::filesystem::exists(plain) ? plain : data / (std::string(name) + ".gz");
-  };
   try {
-    // --8<-- [start:data]
-    // The IDX files are read (and un-gzipped) once; samples point into that buffer.
-    const stoke::IdxClassificationDataset train_set(file("train-images-idx3-ubyte"),
-                                                    file("train-labels-idx1-ubyte"));
-    const stoke::IdxClassificationDataset test_set(file("t10k-images-idx3-ubyte"),
-                                                   file("t10k-labels-idx1-ubyte"));
-    // Bytes become floats normalised with the training set's mean and deviation.
-    const stoke::cpu::ClassificationBatcher batcher{.mean = 0.2860f, .std = 0.3530f};
-    using Builder =
-        stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
-    auto train = Builder(batcher)
-                     .batch_size(batch_size)
-                     .shuffle(seed)
-                     .num_workers(workers)
-                     .prefetch(4)
-                     .drop_last()
-                     .build(train_set);
-    auto test = Builder(batcher).batch_size(500).num_workers(workers).pad().build(test_set);
-    // --8<-- [end:data]
+    const fashion_mnist::Data data_sets = fashion_mnist::load(data);
+    auto train = fashion_mnist::train_loader(data_sets, batch_size, seed, workers);
+    auto test = fashion_mnist::test_loader(data_sets, workers);
 
     // --8<-- [start:learner]
-    const std::size_t steps_per_epoch = train_set.size() / (batch_size * devices);
-    stoke::Mlp model({28 * 28, 256, 128, 10}, seed);
-    stoke::CosineLr schedule{.base = learning_rate,
-                             .minimum = learning_rate / 20,
-                             .total_steps = epochs * steps_per_epoch,
-                             .warmup_steps = steps_per_epoch / 2};
+    const std::size_t steps_per_epoch = data_sets.train.size() / (batch_size * devices);
     stoke::LearnerOptions options{.epochs = epochs,
                                   .checkpoint_dir = checkpoint_dir,
                                   .resume = resume,
                                   .metrics_csv = metrics_csv,
                                   .live_progress = stoke::stdout_is_terminal()};
-    stoke::Learner<stoke::cpu::Backend, stoke::Mlp, stoke::Adam, stoke::CosineLr> learner(
-        std::move(model), stoke::Adam{}, schedule, stoke::cpu::Backend::devices(devices), options);
+    fashion_mnist::Learner learner(fashion_mnist::model(seed), stoke::Adam{},
+                                   fashion_mnist::schedule(learning_rate, epochs, steps_per_epoch),
+                                   stoke::cpu::Backend::devices(devices), options);
     const stoke::FitResult result = learner.fit(train, test);
     // --8<-- [end:learner]
 

@@ -18,6 +18,8 @@
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
 
+#include "fashion_mnist.hpp"
+
 int main(int argc, char** argv) {
   // --8<-- [start:group]
   // MPI starts here and ends when `environment` goes out of scope; `group` is every rank.
@@ -51,30 +53,14 @@ int main(int argc, char** argv) {
   app.add_flag("--resume", resume, "continue from the checkpoint in --checkpoint-dir");
   CLI11_PARSE(app, argc, argv);
 
-  const auto file = [&](const char* name) {
-    const auto plain = data / name;
-    return std::filesystem::exists(plain) ? plain : data / (std::string(name) + ".gz");
-  };
   // An exception on one rank ends the job on every rank with its message (MPI_Abort), so no
   // rank waits forever for a rank that failed.
   return stoke::dist::run_rank(group, [&] {
     const bool leader = group.rank() == 0;
-    // The same loaders as the single-process example, built identically on every rank.
-    const stoke::IdxClassificationDataset train_set(file("train-images-idx3-ubyte"),
-                                                    file("train-labels-idx1-ubyte"));
-    const stoke::IdxClassificationDataset test_set(file("t10k-images-idx3-ubyte"),
-                                                   file("t10k-labels-idx1-ubyte"));
-    const stoke::cpu::ClassificationBatcher batcher{.mean = 0.2860f, .std = 0.3530f};
-    using Builder =
-        stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
-    auto train = Builder(batcher)
-                     .batch_size(batch_size)
-                     .shuffle(seed)
-                     .num_workers(workers)
-                     .prefetch(4)
-                     .drop_last()
-                     .build(train_set);
-    auto test = Builder(batcher).batch_size(500).num_workers(workers).pad().build(test_set);
+    // The same data, loaders and model as the single-process example, on every rank.
+    const fashion_mnist::Data data_sets = fashion_mnist::load(data);
+    auto train = fashion_mnist::train_loader(data_sets, batch_size, seed, workers);
+    auto test = fashion_mnist::test_loader(data_sets, workers);
 
     // --8<-- [start:agreement]
     // Every rank must split the same loaders: one broadcast and one all_reduce of a few
@@ -104,12 +90,7 @@ int main(int argc, char** argv) {
 
     // --8<-- [start:learner]
     const std::size_t global_batch = batch_size * devices * group.size();
-    const std::size_t steps_per_epoch = train_set.size() / global_batch;
-    stoke::Mlp model({28 * 28, 256, 128, 10}, seed);
-    stoke::CosineLr schedule{.base = learning_rate,
-                             .minimum = learning_rate / 20,
-                             .total_steps = epochs * steps_per_epoch,
-                             .warmup_steps = steps_per_epoch / 2};
+    const std::size_t steps_per_epoch = data_sets.train.size() / global_batch;
     stoke::LearnerOptions options{
         .epochs = epochs,
         .checkpoint_dir = checkpoint_dir,
@@ -121,8 +102,9 @@ int main(int argc, char** argv) {
         .write_checkpoints = leader,  // one writer
         // Sums gradients over this rank's devices, then over the ranks.
         .make_collective = stoke::dist::make_group_collective_factory(group)};
-    stoke::Learner<stoke::cpu::Backend, stoke::Mlp, stoke::Adam, stoke::CosineLr> learner(
-        std::move(model), stoke::Adam{}, schedule, my_devices, options);
+    fashion_mnist::Learner learner(fashion_mnist::model(seed), stoke::Adam{},
+                                   fashion_mnist::schedule(learning_rate, epochs, steps_per_epoch),
+                                   my_devices, options);
     const stoke::FitResult result = learner.fit(my_train, my_test);
     // --8<-- [end:learner]
 
