@@ -12,42 +12,16 @@
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
 
+#include "toy_images.hpp"
+
 namespace {
 
 using stoke::cpu::Backend;
 using stoke::cpu::ClassificationBatcher;
 
-constexpr std::size_t kPixels = 16;
-constexpr std::size_t kClasses = 4;
-
-/// Images whose pixels depend on their class plus noise: learnable, deterministic.
-struct ToyImages {
-  std::shared_ptr<const std::vector<std::uint8_t>> pixels;
-  std::shared_ptr<const std::vector<std::uint32_t>> labels;
-  std::size_t failing_index = SIZE_MAX;
-
-  explicit ToyImages(std::size_t count, std::uint64_t seed = 1) {
-    auto bytes = std::make_shared<std::vector<std::uint8_t>>(count * kPixels);
-    auto classes = std::make_shared<std::vector<std::uint32_t>>(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      stoke::SampleRng rng(seed, 0, i);
-      const std::uint32_t label = rng() % kClasses;
-      (*classes)[i] = label;
-      for (std::size_t p = 0; p < kPixels; ++p) {
-        const bool lit = p % kClasses == label;
-        (*bytes)[i * kPixels + p] = static_cast<std::uint8_t>((lit ? 160 : 40) + rng() % 64);
-      }
-    }
-    pixels = bytes;
-    labels = classes;
-  }
-  [[nodiscard]] std::size_t size() const { return labels->size(); }
-  [[nodiscard]] stoke::LabeledImage get(std::size_t i) const {
-    if (i == failing_index)
-      throw std::runtime_error("sample " + std::to_string(i) + " is unreadable");
-    return {std::span(*pixels).subspan(i * kPixels, kPixels), (*labels)[i]};
-  }
-};
+using stoke::testing::ToyImages;
+constexpr std::size_t kPixels = ToyImages::kPixels;
+constexpr std::size_t kClasses = ToyImages::kClasses;
 
 auto loader_for(const ToyImages& data, std::size_t batch, std::uint64_t seed,
                 std::size_t workers = 1) {
