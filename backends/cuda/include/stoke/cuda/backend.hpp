@@ -1,0 +1,98 @@
+#pragma once
+/// @file
+/// `cuda::Backend`: the CUDA backend, a `stoke::StagingBackend` and (with NCCL) a
+/// `stoke::CollectiveBackend` whose devices are the visible CUDA devices.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include <stoke/core/collective.hpp>
+#include <stoke/core/staging.hpp>
+#include <stoke/cuda/buffer.hpp>
+#include <stoke/cuda/device.hpp>
+#include <stoke/cuda/fence.hpp>
+#include <stoke/cuda/stager.hpp>
+#if defined(STOKE_CUDA_HAS_NCCL)
+#include <stoke/cuda/nccl.hpp>
+#endif
+
+namespace stoke::cuda {
+
+/// The status `cudaGetDeviceCount` returns here, and the count (0 unless it succeeded).
+struct DeviceCount {
+  cudaError_t status = cudaSuccess;  ///< what `cudaGetDeviceCount` returned
+  int count = 0;                     ///< visible devices
+};
+
+/// Asks the runtime how many devices are visible.
+[[nodiscard]] inline DeviceCount device_count() noexcept {
+  DeviceCount out;
+  out.status = cudaGetDeviceCount(&out.count);
+  if (out.status != cudaSuccess) {
+    out.count = 0;
+    (void)cudaGetLastError();  // clear the error, so later calls do not report it again
+  }
+  return out;
+}
+
+/// Why no CUDA device is usable here (empty when one is).
+[[nodiscard]] inline std::string unavailable_reason() {
+  const DeviceCount found = device_count();
+  if (found.status != cudaSuccess) {
+    return std::string("no CUDA device: cudaGetDeviceCount returned ") +
+           cudaGetErrorName(found.status) + " (" + cudaGetErrorString(found.status) + ")";
+  }
+  if (found.count == 0) return "no CUDA device: cudaGetDeviceCount found 0 devices";
+  return {};
+}
+
+/// The CUDA backend. Uploads go through `Stager`s (pinned staging buffers, the device's copy
+/// stream, events as fences) into `cudaMallocAsync` memory; with NCCL, all_reduce sums device
+/// buffers with `ncclAllReduce`.
+struct Backend {
+  using Device = cuda::Device;  ///< `cuda:N`
+  using Buffer = cuda::Buffer;  ///< device memory
+  using Fence = cuda::Fence;    ///< a recorded event
+  using Stager = cuda::Stager;  ///< uploads through pinned staging buffers
+#if defined(STOKE_CUDA_HAS_NCCL)
+  using Collective = NcclCollective;  ///< all_reduce with NCCL
+#endif
+
+  /// `"cuda"`.
+  static constexpr std::string_view name() noexcept { return "cuda"; }
+
+  /// The visible devices `cuda:0 .. cuda:N-1`; none when there is no device or no driver
+  /// (`unavailable_reason` says why). Other runtime errors throw.
+  static std::vector<Device> devices() {
+    const DeviceCount found = device_count();
+    if (found.status == cudaErrorNoDevice || found.status == cudaErrorInsufficientDriver) return {};
+    STOKE_CUDA_CHECK(found.status);
+    std::vector<Device> out(static_cast<std::size_t>(found.count));
+    for (int i = 0; i < found.count; ++i) out[static_cast<std::size_t>(i)].ordinal = i;
+    return out;
+  }
+
+  /// A stager for `device` with at most `slots` staging buffers.
+  static std::unique_ptr<Stager> make_stager(const Device& device, std::size_t slots) {
+    return std::make_unique<Stager>(device, slots);
+  }
+
+#if defined(STOKE_CUDA_HAS_NCCL)
+  /// An NCCL all_reduce among the local `devices` (one thread each).
+  static std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices) {
+    return std::make_unique<Collective>(devices);
+  }
+#endif
+};
+
+static_assert(stoke::StagingBackend<Backend>);
+#if defined(STOKE_CUDA_HAS_NCCL)
+static_assert(stoke::CollectiveBackend<Backend>);
+#endif
+
+}  // namespace stoke::cuda

@@ -1,0 +1,166 @@
+#pragma once
+/// @file
+/// Batchers of the CUDA backend: `UploadBatcher` (a host batcher's output copied to the
+/// requested device) and `ImageBatcher` (byte images normalised on the device by a kernel).
+/// Each device's loader fills its own device: no detour through `cuda:0`.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include <stoke/core/error.hpp>
+#include <stoke/cpu/device.hpp>
+#include <stoke/cuda/buffer.hpp>
+#include <stoke/cuda/device.hpp>
+#include <stoke/cuda/error.hpp>
+#include <stoke/cuda/fence.hpp>
+#include <stoke/cuda/kernels.hpp>
+#include <stoke/cuda/stager.hpp>
+#include <stoke/data/labeled_image.hpp>
+#include <stoke/data/prefetch.hpp>
+
+namespace stoke::cuda {
+
+namespace detail {
+/// One stager per device, made on first use; shared by a batcher and its copies.
+class StagerCache {
+ public:
+  /// Stagers of `slots` staging buffers each.
+  explicit StagerCache(std::size_t slots) : slots_(slots) {}
+  /// The stager of `device`.
+  Stager& of(const Device& device) {
+    std::lock_guard lock(mutex_);
+    auto& stager = stagers_[device];
+    if (!stager) stager = std::make_unique<Stager>(device, slots_);
+    return *stager;
+  }
+
+ private:
+  std::size_t slots_;
+  std::mutex mutex_;
+  std::unordered_map<Device, std::unique_ptr<Stager>> stagers_;
+};
+}  // namespace detail
+
+/// A batch that a host batcher made and that was uploaded to a CUDA device.
+struct UploadedBatch {
+  Buffer values;  ///< the host batch's bytes (`stoke::host_bytes`), on the device
+  Fence ready;    ///< signals when `values` holds them
+
+  /// The device the batch lives on.
+  [[nodiscard]] Device device() const noexcept { return values.device(); }
+};
+
+/// Wraps a host batcher (one that batches for `cpu::Device`, such as `cpu::StackBatcher`):
+/// its batch is made on the calling worker thread, then its bytes are uploaded to the device
+/// the batch is for, through that device's own stager. `batch` returns once the copy is
+/// queued; `ready` signals when it is done.
+template <class Inner>
+class UploadBatcher {
+ public:
+  /// Uploads `inner`'s batches through `staging_slots` staging buffers per device.
+  explicit UploadBatcher(Inner inner, std::size_t staging_slots = 4)
+      : inner_(std::move(inner)), stagers_(std::make_shared<detail::StagerCache>(staging_slots)) {}
+
+  /// The batch of `items`, on `device`.
+  template <class Item>
+  UploadedBatch batch(std::vector<Item> items, const Device& device) const {
+    const auto host = inner_.batch(std::move(items), cpu::Device{});
+    auto staged = stagers_->of(device).upload(host_bytes(host));
+    return UploadedBatch{std::move(staged.value), std::move(staged.fence)};
+  }
+
+ private:
+  Inner inner_;
+  std::shared_ptr<detail::StagerCache> stagers_;
+};
+
+/// A batch of labelled images on a CUDA device.
+struct ImageBatch {
+  Buffer inputs;                     ///< `rows x row_size` float32, row-major, on the device
+  std::vector<std::int32_t> labels;  ///< the class of every row (host memory)
+  std::size_t rows = 0;              ///< images in the batch
+  std::size_t row_size = 0;          ///< pixels per image
+  Fence ready;                       ///< signals when `inputs` holds the normalised values
+
+  /// The device the batch lives on.
+  [[nodiscard]] Device device() const noexcept { return inputs.device(); }
+};
+
+/// Batches `LabeledImage`s into an `ImageBatch` on the requested CUDA device: the pixel bytes
+/// are gathered into a pinned staging buffer, copied to the device, and turned into floats
+/// `(b / 255 - mean) / std` by a kernel on the device's copy stream, so four times fewer
+/// bytes cross the bus than for a host-normalised batch. The values equal
+/// `cpu::ClassificationBatcher`'s, which refuses the same inputs with the same `InputError`s.
+/// Copies share the per-device stagers; thread-safe.
+class ImageBatcher {
+ public:
+  /// Normalises with `mean` and `std`, staging through `staging_slots` buffers per device.
+  explicit ImageBatcher(float mean = 0.0F, float std = 1.0F, std::size_t staging_slots = 4)
+      : mean_(mean), std_(std), stagers_(std::make_shared<detail::StagerCache>(staging_slots)) {}
+
+  /// Subtracted after scaling bytes to [0, 1].
+  [[nodiscard]] float mean() const noexcept { return mean_; }
+  /// Then divided by.
+  [[nodiscard]] float std() const noexcept { return std_; }
+
+  /// The batch of `items`, on `device`.
+  ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
+    if (std_ == 0.0F || !std::isfinite(std_) || !std::isfinite(mean_)) {
+      throw InputError("stoke: cuda::ImageBatcher: mean " + std::to_string(mean_) + " and std " +
+                       std::to_string(std_) + " must be finite, and std non-zero");
+    }
+    const std::size_t rows = items.size();
+    const std::size_t pixels = items.empty() ? 0 : items.front().pixels.size();
+    std::vector<std::int32_t> labels;
+    labels.reserve(rows);
+    for (std::size_t i = 0; i < rows; ++i) {
+      if (items[i].pixels.size() != pixels) {
+        throw InputError("stoke: cuda::ImageBatcher: item " + std::to_string(i) +
+                         " of the batch has " + std::to_string(items[i].pixels.size()) +
+                         " pixels, item 0 has " + std::to_string(pixels));
+      }
+      if (items[i].label > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max())) {
+        throw InputError("stoke: cuda::ImageBatcher: item " + std::to_string(i) +
+                         " of the batch has label " + std::to_string(items[i].label) +
+                         ", which does not fit in int32");
+      }
+      labels.push_back(static_cast<std::int32_t>(items[i].label));
+    }
+    const std::size_t count = rows * pixels;
+    Stager& stager = stagers_->of(device);
+    auto bytes = stager.upload_with(count, [&](std::span<std::byte> staging) {
+      for (std::size_t i = 0; i < rows && pixels > 0; ++i) {
+        std::memcpy(staging.data() + i * pixels, items[i].pixels.data(), pixels);
+      }
+    });
+    // The kernel runs on the copy stream, after the upload; the byte buffer is freed in
+    // stream order after it.
+    const DeviceGuard guard(device);
+    const cudaStream_t stream = stager.context()->copy_stream();
+    Buffer inputs(stager.context(), count * sizeof(float));
+    STOKE_CUDA_CHECK(kernels::normalize_u8(static_cast<const std::uint8_t*>(bytes.value.data()),
+                                           static_cast<float*>(inputs.data()), count, mean_, std_,
+                                           stream));
+    Fence ready(device, stream);
+    inputs.mark_written(ready);
+    bytes.value.mark_written(ready);
+    return ImageBatch{std::move(inputs), std::move(labels), rows, pixels, std::move(ready)};
+  }
+
+ private:
+  float mean_;
+  float std_;
+  std::shared_ptr<detail::StagerCache> stagers_;
+};
+
+}  // namespace stoke::cuda

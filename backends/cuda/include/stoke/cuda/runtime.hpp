@@ -1,0 +1,108 @@
+#pragma once
+/// @file
+/// RAII for the CUDA runtime: the current device, streams and events, and the per-device
+/// context (one copy stream per device) that buffers and stagers share.
+
+#include <memory>
+#include <utility>
+
+#include <cuda_runtime_api.h>
+
+#include <stoke/cuda/device.hpp>
+#include <stoke/cuda/error.hpp>
+
+namespace stoke::cuda {
+
+/// Makes `device` current for this thread while it lives; restores the previous one.
+class DeviceGuard {
+ public:
+  /// Switches to `device`.
+  explicit DeviceGuard(const Device& device) {
+    STOKE_CUDA_CHECK(cudaGetDevice(&previous_));
+    if (previous_ != device.ordinal) STOKE_CUDA_CHECK(cudaSetDevice(device.ordinal));
+  }
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ~DeviceGuard() { STOKE_CUDA_LOG(cudaSetDevice(previous_)); }
+
+ private:
+  int previous_ = 0;
+};
+
+/// A non-blocking CUDA stream on one device (move-only).
+class Stream {
+ public:
+  /// A new stream on `device`.
+  explicit Stream(const Device& device) : device_(device) {
+    const DeviceGuard guard(device);
+    STOKE_CUDA_CHECK(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking));
+  }
+  Stream(Stream&& other) noexcept
+      : device_(other.device_), handle_(std::exchange(other.handle_, nullptr)) {}
+  Stream& operator=(Stream&& other) noexcept {
+    std::swap(device_, other.device_);
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  ~Stream() {
+    if (handle_ != nullptr) STOKE_CUDA_LOG(cudaStreamDestroy(handle_));
+  }
+
+  /// The stream handle.
+  [[nodiscard]] cudaStream_t handle() const noexcept { return handle_; }
+  /// Its device.
+  [[nodiscard]] const Device& device() const noexcept { return device_; }
+
+ private:
+  Device device_;
+  cudaStream_t handle_ = nullptr;
+};
+
+/// A CUDA event without timing, recorded once on a stream (move-only).
+class Event {
+ public:
+  /// A new event on `device`.
+  explicit Event(const Device& device) {
+    const DeviceGuard guard(device);
+    STOKE_CUDA_CHECK(cudaEventCreateWithFlags(&handle_, cudaEventDisableTiming));
+  }
+  Event(Event&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  Event& operator=(Event&& other) noexcept {
+    std::swap(handle_, other.handle_);
+    return *this;
+  }
+  ~Event() {
+    if (handle_ != nullptr) STOKE_CUDA_LOG(cudaEventDestroy(handle_));
+  }
+
+  /// Records the work queued on `stream` so far.
+  void record(cudaStream_t stream) { STOKE_CUDA_CHECK(cudaEventRecord(handle_, stream)); }
+  /// The event handle.
+  [[nodiscard]] cudaEvent_t handle() const noexcept { return handle_; }
+
+ private:
+  cudaEvent_t handle_ = nullptr;
+};
+
+namespace detail {
+
+/// What every user of one device shares: its copy stream. Lives as long as a buffer, a
+/// stager or a fence of the device needs it.
+class DeviceContext {
+ public:
+  /// The context of `device`, made on first use (thread-safe).
+  static std::shared_ptr<DeviceContext> of(const Device& device);
+
+  explicit DeviceContext(const Device& device) : device_(device), copy_(device) {}
+  /// The device.
+  [[nodiscard]] const Device& device() const noexcept { return device_; }
+  /// The device's copy stream: uploads, downloads, the batcher's kernels, frees.
+  [[nodiscard]] cudaStream_t copy_stream() const noexcept { return copy_.handle(); }
+
+ private:
+  Device device_;
+  Stream copy_;
+};
+
+}  // namespace detail
+}  // namespace stoke::cuda

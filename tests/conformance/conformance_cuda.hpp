@@ -1,0 +1,32 @@
+#pragma once
+/// @file
+/// Conformance hooks of the CUDA backend: skipped, with the reason, without a CUDA device.
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+#include <stoke/cuda.hpp>
+
+#include "conformance_traits.hpp"
+
+namespace stoke::testing {
+
+template <>
+struct ConformanceTraits<cuda::Backend> {
+  /// `count` devices; with fewer visible, they repeat (`cuda:0, cuda:0` on one GPU), so the
+  /// suite still checks that batches land where the loader is set.
+  static std::vector<cuda::Device> devices(std::size_t count) {
+    const auto visible = cuda::Backend::devices();
+    std::vector<cuda::Device> out(count);
+    for (std::size_t i = 0; i < count && !visible.empty(); ++i)
+      out[i] = visible[i % visible.size()];
+    return out;
+  }
+  static std::string skip_reason() { return cuda::unavailable_reason(); }
+  static void set_up() {}
+  static void tear_down() {}
+  static bool uploaded(const cuda::Buffer& buffer) { return buffer.written().ready(); }
+};
+
+}  // namespace stoke::testing

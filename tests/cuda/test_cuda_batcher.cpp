@@ -1,0 +1,76 @@
+// cuda::ImageBatcher and cuda::UploadBatcher: batches land on the device they are for, with
+// the values the CPU backend computes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <stoke/cuda.hpp>
+#include <stoke/stoke.hpp>
+
+#include "cuda_skip.hpp"
+
+namespace {
+
+std::vector<float> to_floats(const std::vector<std::byte>& bytes) {
+  std::vector<float> values(bytes.size() / sizeof(float));
+  if (!bytes.empty()) std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
+TEST(CudaImageBatcher, NormalisedValuesEqualTheCpuBatchersBitForBit) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  std::vector<std::vector<std::uint8_t>> pixels(5, std::vector<std::uint8_t>(256 * 3));
+  std::vector<stoke::LabeledImage> items;
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    for (std::size_t k = 0; k < pixels[i].size(); ++k)
+      pixels[i][k] = static_cast<std::uint8_t>(k * (i + 1));
+    items.push_back({pixels[i], static_cast<std::uint32_t>(i)});
+  }
+  const stoke::cpu::ClassificationBatcher cpu{.mean = 0.2860F, .std = 0.3530F};
+  const stoke::cuda::ImageBatcher gpu(0.2860F, 0.3530F);
+  const auto expected = cpu.batch(items, stoke::cpu::Device{});
+  for (const auto& device : stoke::cuda::Backend::devices()) {
+    const auto batch = gpu.batch(items, device);
+    EXPECT_EQ(batch.device(), device);
+    EXPECT_EQ(batch.rows, 5u);
+    EXPECT_EQ(batch.row_size, 768u);
+    batch.ready.wait();
+    const auto values =
+        to_floats(stoke::cuda::Backend::make_stager(device, 1)->download(batch.inputs));
+    const auto want = expected.inputs.values();
+    ASSERT_EQ(values.size(), want.size());
+    for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], want[i]) << "at " << i;
+    EXPECT_EQ(batch.labels, expected.labels);
+  }
+}
+
+TEST(CudaImageBatcher, RefusesWhatTheCpuBatcherRefuses) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const std::vector<std::uint8_t> a(4), b(5);
+  const std::vector<stoke::LabeledImage> items{{a, 0}, {b, 1}};
+  EXPECT_THROW((void)stoke::cuda::ImageBatcher().batch(items, stoke::cuda::Device{}),
+               stoke::InputError);
+  EXPECT_THROW((void)stoke::cuda::ImageBatcher(0.0F, 0.0F).batch({}, stoke::cuda::Device{}),
+               stoke::InputError);
+}
+
+TEST(CudaUploadBatcher, AHostBatchIsUploadedToTheDeviceItIsFor) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  struct Floats {
+    std::vector<float> batch(std::vector<std::size_t> items, const stoke::cpu::Device&) const {
+      return {items.begin(), items.end()};
+    }
+  };
+  const stoke::cuda::UploadBatcher<Floats> batcher(Floats{}, 2);
+  for (const auto& device : stoke::cuda::Backend::devices()) {
+    const auto batch = batcher.batch(std::vector<std::size_t>{3, 1, 4}, device);
+    EXPECT_EQ(batch.device(), device);
+    batch.ready.wait();
+    EXPECT_EQ(to_floats(stoke::cuda::Backend::make_stager(device, 1)->download(batch.values)),
+              (std::vector<float>{3, 1, 4}));
+  }
+}
+
+}  // namespace
