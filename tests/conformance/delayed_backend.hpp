@@ -29,6 +29,7 @@
 
 namespace stoke::testing::delayed {
 
+// --8<-- [start:device]
 /// A device of the delayed backend: `delayed:N`.
 struct Device {
   std::size_t index = 0;
@@ -46,6 +47,7 @@ struct std::hash<stoke::testing::delayed::Device> {
     return device.index;
   }
 };
+// --8<-- [end:device]
 
 namespace stoke::testing::delayed {
 
@@ -237,6 +239,7 @@ class Stager {
   std::thread engine_;
 };
 
+// --8<-- [start:backend]
 /// The delayed backend: three devices, uploads through `Stager`.
 struct Backend {
   using Device = delayed::Device;
@@ -253,5 +256,6 @@ struct Backend {
     return std::make_unique<Stager>(device, slots, settings());
   }
 };
+// --8<-- [end:backend]
 
 }  // namespace stoke::testing::delayed

@@ -281,7 +281,7 @@ class Learner {
     return static_cast<float>(sum);
   }
 
-  void checkpoint(const Replica& replica, const TrainingProgress& progress) const {
+  void checkpoint(Replica& replica, const TrainingProgress& progress) const {
     if (options_.checkpoint_dir.empty() || !options_.write_checkpoints) return;
     const std::vector<float> state = replica.optimizer.state();
     save_checkpoint(checkpoint_path(), replica.model, replica.model.parameters(), state, progress);

@@ -1,0 +1,167 @@
+/// @file
+/// The C++20 named module `stoke`: `import stoke;` gives the core, the data module, the CPU
+/// backend and the learner.
+///
+/// A thin wrapper, as oneTBB and Taskflow do it: the headers are included in the global
+/// module fragment, unchanged, and this file only re-exports their public names with
+/// `using`-declarations. The headers stay the one source of truth, so the header build and
+/// the module build cannot drift apart; `tests/module` checks that every name below is usable
+/// after `import stoke;` and that no public name of the headers is missing here.
+///
+/// Not in the module: `stoke::detail` (internals), and the CUDA and Vulkan backends (and the
+/// MPI group): nvcc does not compile C++20 modules, and those headers need their SDKs, which
+/// `import stoke;` must not. A translation unit that uses them includes their headers first,
+/// then imports stoke. Entities declared in the global module fragment belong to no module,
+/// so a type from the headers and the same type seen through `import stoke;` are one type.
+// --8<-- [start:wrapper]
+module;
+
+#include <stoke/learner.hpp>
+#include <stoke/stoke.hpp>
+
+export module stoke;
+
+// The core: devices, backends, collectives, staging, errors, counter-based random numbers.
+export namespace stoke {
+using stoke::AnyCollective;
+using stoke::Backend;
+using stoke::Collective;
+using stoke::CollectiveBackend;
+using stoke::DataError;
+using stoke::DataErrorContext;
+using stoke::Device;
+using stoke::device_name;
+using stoke::device_t;
+using stoke::Error;
+using stoke::Fence;
+using stoke::InputError;
+using stoke::mix64;
+using stoke::philox4x32;
+using stoke::SampleRng;
+using stoke::Staged;
+using stoke::stager_t;
+using stoke::StagingBackend;
+}  // namespace stoke
+// --8<-- [end:wrapper]
+
+// The data module: datasets, batchers, loaders, order, splitting, state, device prefetch.
+export namespace stoke {
+using stoke::Batch;
+using stoke::batch_output_t;
+using stoke::Batcher;
+using stoke::BatchLoader;
+using stoke::current_sample_context;
+using stoke::DataLoader;
+using stoke::DataLoaderBuilder;
+using stoke::Dataset;
+using stoke::dataset_item_t;
+using stoke::EpochLayout;
+using stoke::EpochOrder;
+using stoke::host_bytes;
+using stoke::HostBytes;
+using stoke::is_host_memory_backend;
+using stoke::LabeledImage;
+using stoke::loader_backend;
+using stoke::loader_backend_t;
+using stoke::loader_state_from_json;
+using stoke::LoaderOptions;
+using stoke::LoaderState;
+using stoke::MultiThreadLoader;
+using stoke::parse_loader_state;
+using stoke::PartStep;
+using stoke::Plan;
+using stoke::prefetch_to_device;
+using stoke::PrefetchLoader;
+using stoke::rank_part;
+using stoke::Remainder;
+using stoke::sample_rng;
+using stoke::SampleContext;
+using stoke::ShardedDataset;
+using stoke::ShardedEpochOrder;
+using stoke::ShardTable;
+using stoke::SliceStep;
+using stoke::split;
+using stoke::split_state;
+using stoke::SplittableLoader;
+using stoke::to_json;
+using stoke::UploadHostBytes;
+}  // namespace stoke
+
+// Dataset sources.
+export namespace stoke {
+using stoke::IdxArray;
+using stoke::IdxClassificationDataset;
+using stoke::InMemoryDataset;
+using stoke::MmapRecordDataset;
+using stoke::read_idx;
+}  // namespace stoke
+
+// Dataset transforms and their pipe: `dataset | stoke::map(f) | stoke::partial(0, 100)`.
+export namespace stoke {
+using stoke::compose;
+using stoke::ComposedDataset;
+using stoke::concat;
+using stoke::ConcatDataset;
+using stoke::DatasetAdaptor;
+using stoke::map;
+using stoke::MapDataset;
+using stoke::MapFunction;
+using stoke::operator|;
+using stoke::partial;
+using stoke::PartialDataset;
+using stoke::Replacement;
+using stoke::sampled;
+using stoke::SampledDataset;
+using stoke::shuffled;
+using stoke::ShuffledDataset;
+using stoke::windows;
+using stoke::WindowsDataset;
+}  // namespace stoke
+
+// The CPU backend.
+export namespace stoke::cpu {
+using stoke::cpu::Backend;
+using stoke::cpu::ClassificationBatch;
+using stoke::cpu::ClassificationBatcher;
+using stoke::cpu::Device;
+using stoke::cpu::LabeledImage;
+using stoke::cpu::SharedMemoryCollective;
+using stoke::cpu::StackBatcher;
+using stoke::cpu::Tensor;
+}  // namespace stoke::cpu
+
+// The learner: training steps, the learner, optimizers, schedules, metrics, checkpoints.
+export namespace stoke {
+using stoke::Adam;
+using stoke::AtomicWriteHooks;
+using stoke::Checkpoint;
+using stoke::ConstantLr;
+using stoke::CosineLr;
+using stoke::describe;
+using stoke::encode_safetensors;
+using stoke::EpochMetrics;
+using stoke::FitResult;
+using stoke::Learner;
+using stoke::LearnerOptions;
+using stoke::load_checkpoint;
+using stoke::load_safetensors;
+using stoke::LrSchedule;
+using stoke::make_tensor_view;
+using stoke::MetricsCsv;
+using stoke::Mlp;
+using stoke::NamedParameters;
+using stoke::Optimizer;
+using stoke::ParameterTensor;
+using stoke::SafetensorsFile;
+using stoke::save_checkpoint;
+using stoke::save_safetensors;
+using stoke::Sgd;
+using stoke::stdout_is_terminal;
+using stoke::StepLr;
+using stoke::StepOutput;
+using stoke::TensorView;
+using stoke::TrainingProgress;
+using stoke::TrainStep;
+using stoke::ValidStep;
+using stoke::write_file_atomically;
+}  // namespace stoke

@@ -1,0 +1,397 @@
+// `import stoke;` alone (no stoke header) gives every public name of the core, the data
+// module, the CPU backend and the learner: each name exported by modules/stoke.cppm is used
+// here at least once (a concept in a static_assert, a type constructed, a function called).
+// A plain program: it prints every failed check and exits non-zero if there was one.
+#include <unistd.h>
+#include <array>
+#include <concepts>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <memory>
+#include <random>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+import stoke;
+
+namespace {
+
+int failures = 0;
+
+void check(bool ok, const char* what, int line) {
+  if (!ok) {
+    std::fprintf(stderr, "test_import.cpp:%d: check failed: %s\n", line, what);
+    ++failures;
+  }
+}
+#define CHECK(...) check(static_cast<bool>(__VA_ARGS__), #__VA_ARGS__, __LINE__)
+
+using CpuDevice = stoke::cpu::Device;
+using CpuBackend = stoke::cpu::Backend;
+using Ints = stoke::InMemoryDataset<int>;
+using Stack = stoke::cpu::StackBatcher<float>;
+
+// ---- The concepts, with a type that models each. ----
+struct ShardedInts {
+  std::size_t size() const { return 6; }
+  int get(std::size_t i) const { return static_cast<int>(i); }
+  std::vector<std::size_t> shard_begins() const { return {0, 2, 4}; }
+};
+static_assert(stoke::Device<CpuDevice>);
+static_assert(stoke::Backend<CpuBackend>);
+static_assert(stoke::Collective<stoke::cpu::SharedMemoryCollective>);
+static_assert(stoke::CollectiveBackend<CpuBackend>);
+static_assert(stoke::Dataset<Ints>);
+static_assert(stoke::ShardedDataset<ShardedInts> && !stoke::ShardedDataset<Ints>);
+static_assert(stoke::Batcher<Stack, CpuBackend, int>);
+static_assert(stoke::Batcher<stoke::cpu::ClassificationBatcher, CpuBackend, stoke::LabeledImage>);
+static_assert(std::same_as<stoke::device_t<CpuBackend>, CpuDevice>);
+static_assert(std::same_as<stoke::dataset_item_t<Ints>, int>);
+static_assert(
+    std::same_as<stoke::batch_output_t<Stack, CpuBackend, int>, stoke::cpu::Tensor<float>>);
+static_assert(std::same_as<stoke::cpu::LabeledImage, stoke::LabeledImage>);
+static_assert(std::derived_from<stoke::InputError, stoke::Error>);
+static_assert(std::derived_from<stoke::DataError, stoke::Error>);
+static_assert(std::uniform_random_bit_generator<stoke::SampleRng>);
+static_assert(stoke::mix64(0) == 0 && stoke::mix64(1) != 1);
+static_assert(stoke::philox4x32({0, 0, 0, 0}, {0, 0}) ==
+              std::array<std::uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
+static_assert(stoke::Optimizer<stoke::Sgd> && stoke::Optimizer<stoke::Adam>);
+static_assert(stoke::LrSchedule<stoke::ConstantLr> && stoke::LrSchedule<stoke::StepLr> &&
+              stoke::LrSchedule<stoke::CosineLr>);
+static_assert(stoke::TrainStep<stoke::Mlp, stoke::Mlp::BatchType>);
+static_assert(stoke::ValidStep<stoke::Mlp, stoke::Mlp::BatchType>);
+static_assert(stoke::NamedParameters<stoke::Mlp>);
+static_assert(std::same_as<stoke::Mlp::BatchType, stoke::Batch<stoke::cpu::ClassificationBatch>>);
+
+using Threaded = stoke::MultiThreadLoader<Ints, Stack, CpuBackend>;
+using InCaller = stoke::BatchLoader<Ints, Stack, CpuBackend>;
+static_assert(stoke::DataLoader<Threaded> && stoke::SplittableLoader<Threaded>);
+static_assert(stoke::DataLoader<InCaller> && stoke::SplittableLoader<InCaller>);
+static_assert(std::same_as<stoke::loader_backend_t<Threaded>, CpuBackend>);
+static_assert(std::same_as<stoke::loader_backend<InCaller>::type, CpuBackend>);
+static_assert(stoke::is_host_memory_backend<CpuBackend>);
+static_assert(stoke::HostBytes<stoke::cpu::Tensor<float>> && stoke::HostBytes<std::vector<float>>);
+
+// ---- A staging backend of the test's own: uploads are copies, fences are always ready. ----
+struct CopyFence {
+  bool ready() const { return true; }
+  void wait() const {}
+};
+struct CopyBuffer {
+  std::vector<std::byte> bytes;
+  CpuDevice where;
+  std::size_t size() const { return bytes.size(); }
+  CpuDevice device() const { return where; }
+};
+struct CopyStager {
+  CpuDevice where;
+  std::size_t slots = 1;
+  CpuDevice device() const { return where; }
+  std::size_t capacity() const { return slots; }
+  std::size_t staging_buffers() const { return 0; }
+  stoke::Staged<CopyBuffer, CopyFence> upload(std::span<const std::byte> bytes) {
+    return {CopyBuffer{{bytes.begin(), bytes.end()}, where}, CopyFence{}};
+  }
+  std::vector<std::byte> download(const CopyBuffer& buffer) { return buffer.bytes; }
+};
+struct CopyBackend {
+  using Device = CpuDevice;
+  using Fence = CopyFence;
+  using Buffer = CopyBuffer;
+  using Stager = CopyStager;
+  static std::string_view name() { return "copy"; }
+  static std::vector<Device> devices() { return CpuBackend::devices(1); }
+  static std::unique_ptr<Stager> make_stager(const Device& device, std::size_t slots) {
+    return std::make_unique<Stager>(Stager{device, slots});
+  }
+};
+static_assert(stoke::Fence<CopyFence>);
+static_assert(stoke::StagingBackend<CopyBackend> && !stoke::StagingBackend<CpuBackend>);
+static_assert(std::same_as<stoke::stager_t<CopyBackend>, CopyStager>);
+
+std::filesystem::path scratch_directory() {
+  const auto path = std::filesystem::temp_directory_path() /
+                    ("stoke_module_import_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(path);
+  std::filesystem::create_directories(path);
+  return path;
+}
+
+void write_bytes(const std::filesystem::path& path, const std::vector<std::uint8_t>& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()),
+            static_cast<std::streamsize>(bytes.size()));
+}
+
+// ---- Core: devices, collectives, errors, random numbers. ----
+void core() {
+  CHECK(stoke::device_name(CpuDevice{2}) == "cpu:2");
+  CHECK(CpuBackend::name() == "cpu" && CpuBackend::devices(3).size() == 3);
+
+  stoke::AnyCollective collective(std::make_unique<stoke::cpu::SharedMemoryCollective>(1));
+  std::vector<float> values{1.0f, 2.0f};
+  collective.all_reduce_sum(0, values);
+  CHECK(collective.size() == 1 && values[1] == 2.0f);
+  CHECK(CpuBackend::make_collective(CpuBackend::devices(2))->size() == 2);
+
+  try {
+    throw stoke::InputError("bad input");
+  } catch (const stoke::Error& error) {
+    CHECK(std::string(error.what()) == "bad input" && error.where().line() > 0);
+  }
+  try {
+    try {
+      throw std::runtime_error("unreadable");
+    } catch (...) {
+      throw stoke::DataError(stoke::DataErrorContext{.index = 3, .stage = "get"}, "unreadable");
+    }
+  } catch (const stoke::DataError& error) {
+    CHECK(error.context().index == 3 &&
+          std::string(error.what()).find("dataset index 3") != std::string::npos);
+  }
+
+  stoke::SampleRng a(1, 2, 3), b(1, 2, 3);
+  CHECK(a() == b() && a.uniform() < 1.0f);
+}
+
+// ---- Data: datasets, transforms, loaders, order, split, state. ----
+void data(const std::filesystem::path& dir) {
+  const Ints ints(std::vector<int>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9});
+  std::vector<int> many;
+  ints.get_many(std::vector<std::size_t>{1, 3}, many);
+  CHECK(ints.size() == 10 && ints.get(4) == 4 && many == std::vector<int>{1, 3});
+
+  // Transforms and their pipe.
+  auto twice = [](int x) { return 2 * x; };
+  static_assert(stoke::MapFunction<decltype(twice), Ints>);
+  const stoke::MapDataset<Ints, decltype(twice)> doubled = ints | stoke::map(twice);
+  const stoke::PartialDataset<Ints> middle = ints | stoke::partial(2, 5);
+  const stoke::ShuffledDataset<Ints> shuffled = ints | stoke::shuffled(7);
+  const stoke::SampledDataset<Ints> drawn = ints | stoke::sampled(4, 1, stoke::Replacement::with);
+  const stoke::WindowsDataset<Ints> windows = ints | stoke::windows(3, 2);
+  const stoke::ComposedDataset<Ints, Ints> composed = stoke::compose(ints, ints);
+  const stoke::ConcatDataset<Ints> concatenated = stoke::concat(std::vector<Ints>{ints, ints});
+  const stoke::DatasetAdaptor<decltype(twice)> plain_adaptor(twice);  // holds any callable
+  (void)plain_adaptor;
+  const auto chain = stoke::partial(0, 6) | stoke::shuffled(3);  // adaptors compose too
+  CHECK(doubled.get(3) == 6 && middle.size() == 3 && middle.get(0) == 2);
+  CHECK(shuffled.size() == 10 && drawn.size() == 4 && windows.size() == 4);
+  CHECK(windows.get(1) == std::vector<int>{2, 3, 4} && composed.size() == 20);
+  CHECK(concatenated.get(12) == 2 && (ints | chain).size() == 6);
+
+  // Order: a bijection per (seed, epoch); shard-aware order keeps shards together.
+  const stoke::EpochOrder order(10, 5, 0);
+  std::set<std::size_t> seen;
+  for (std::size_t p = 0; p < order.size(); ++p) seen.insert(order(p));
+  CHECK(order.shuffled() && seen.size() == 10);
+  const auto table =
+      std::make_shared<const stoke::ShardTable>(std::vector<std::size_t>{0, 2, 4}, 6);
+  const stoke::ShardedEpochOrder sharded(table, 1, 0);
+  CHECK(table->count() == 3 && sharded(0) / 2 == sharded(1) / 2);
+
+  // Plans: slices and parts over positions of the epoch.
+  stoke::Plan plan(10, 3, stoke::Remainder::drop);
+  plan.add_part(2, 0);
+  const stoke::EpochLayout layout = plan.layout(0);
+  const stoke::SliceStep slice{.begin = 0, .end = 4};
+  const stoke::PartStep part{.count = 2, .index = 1};
+  CHECK(layout.num_batches == 1 && slice.end == 4 && part.index == 1);
+
+  // Loaders, built with the builder; per-sample randomness inside `get`.
+  const auto noisy = ints | stoke::map([](int x, std::size_t) {
+                       const stoke::SampleContext* context = stoke::current_sample_context();
+                       return x + static_cast<int>(stoke::sample_rng()() % 2) * 0 +
+                              static_cast<int>(context->epoch) * 0;
+                     });
+  auto builder = stoke::DataLoaderBuilder<CpuBackend, Stack>(Stack{}).batch_size(2).shuffle(11);
+  const stoke::LoaderOptions& options = builder.options();
+  CHECK(options.batch_size == 2 && options.shuffle);
+  Threaded threaded = builder.num_workers(2).drop_last().build(ints);
+  InCaller in_caller = builder.build_batch_loader(ints);
+  auto noisy_loader = builder.build(noisy);
+  std::size_t items = 0;
+  for (const stoke::Batch<stoke::cpu::Tensor<float>>& batch : noisy_loader.iter()) {
+    items += batch.real_size();
+  }
+  CHECK(items == 10 && threaded.num_items() == 10 && !threaded.workers_started());
+  float sum = 0.0f;
+  for (const auto& batch : threaded.slice(0, 4).iter()) {
+    for (const float v : batch.data.values()) sum += v;
+  }
+  CHECK(threaded.slice(0, 4).num_batches() == 2 && sum >= 1.0f);
+  in_caller.set_device(CpuDevice{1});
+  CHECK((*in_caller.iter().begin()).data.device() == CpuDevice{1});
+  CHECK(stoke::current_sample_context() == nullptr);
+  try {
+    (void)stoke::sample_rng();
+    CHECK(false);
+  } catch (const stoke::Error&) {
+  }
+  try {
+    (void)stoke::sample_rng(0);
+    CHECK(false);
+  } catch (const stoke::Error&) {
+  }
+  const stoke::SampleContext context{.seed = 1, .epoch = 2};
+  CHECK(context.epoch == 2 && !context.item);
+
+  // Split per device, parts per rank, state and its JSON.
+  const auto devices = CpuBackend::devices(2);
+  std::vector<Threaded> parts = stoke::split(threaded, devices);
+  CHECK(parts.size() == 2 && parts[1].device() == CpuDevice{1});
+  CHECK(stoke::rank_part(threaded, 1, 2).num_batches() == 2);
+  const stoke::LoaderState state = stoke::split_state(parts);
+  CHECK(state.seed == 11 && state.dataset_size == 10);
+  CHECK(stoke::loader_state_from_json(stoke::to_json(state)) == state);
+  CHECK(stoke::parse_loader_state(stoke::to_json(state).dump()) == state);
+
+  // Device prefetch: a host backend passes batches through; a staging backend uploads them.
+  const std::vector<float> floats{1.0f, 2.0f};
+  CHECK(stoke::host_bytes(floats).size() == 2 * sizeof(float));
+  CopyStager stager{CpuDevice{0}, 1};
+  CHECK(stoke::UploadHostBytes{}(stager, floats).value.size() == 2 * sizeof(float));
+  const Threaded passed_through = stoke::prefetch_to_device(threaded, 2);
+  CHECK(passed_through.num_items() == threaded.num_items());
+  stoke::PrefetchLoader<CopyBackend, Threaded> uploading =
+      stoke::prefetch_to_device<CopyBackend>(threaded, 2);
+  std::size_t uploaded = 0;
+  for (const stoke::Batch<CopyBuffer>& batch : uploading.iter()) {
+    uploaded += batch.data.size() / sizeof(float);
+  }
+  CHECK(uploaded == 10);
+
+  // Sources on disk: IDX files and memory-mapped records.
+  write_bytes(dir / "images.idx", {0, 0, 8, 3, 0, 0, 0, 2, 0, 0, 0, 1, 0, 0, 0, 2, 10, 20, 30, 40});
+  write_bytes(dir / "labels.idx", {0, 0, 8, 1, 0, 0, 0, 2, 3, 4});
+  const stoke::IdxArray array = stoke::read_idx(dir / "labels.idx");
+  const stoke::IdxClassificationDataset images(dir / "images.idx", dir / "labels.idx");
+  const stoke::LabeledImage image = images.get(1);
+  CHECK(array.dims() == std::vector<std::size_t>{2} && images.size() == 2);
+  CHECK(image.label == 4 && image.pixels.size() == 2 && image.pixels[1] == 40);
+  write_bytes(dir / "records.bin", {1, 2, 3, 4, 5, 6, 7, 8});
+  const stoke::MmapRecordDataset records(dir / "records.bin", 4);
+  CHECK(records.size() == 2 && std::to_integer<int>(records.get(1)[0]) == 5);
+}
+
+// ---- The CPU backend's batchers and tensors. ----
+void cpu() {
+  const stoke::cpu::Tensor<float> tensor({2, 3}, CpuDevice{1});
+  CHECK(tensor.rows() == 2 && tensor.row_size() == 3 && tensor.matrix().cols() == 3);
+  const std::array<std::uint8_t, 2> pixels{0, 255};
+  const stoke::cpu::ClassificationBatcher batcher{.mean = 0.0f, .std = 1.0f};
+  const stoke::cpu::ClassificationBatch batch =
+      batcher.batch({stoke::cpu::LabeledImage{pixels, 3}}, CpuDevice{0});
+  CHECK(batch.labels == std::vector<std::int32_t>{3} && batch.inputs.values()[1] == 1.0f);
+  const stoke::cpu::Tensor<double> stacked =
+      stoke::cpu::StackBatcher<double>{.scale = 2.0}.batch(std::vector<int>{1, 2}, CpuDevice{});
+  CHECK(stacked.values()[1] == 4.0);
+  stoke::cpu::SharedMemoryCollective collective(1);
+  collective.abort();
+}
+
+/// Images whose first pixels encode the class: a toy problem the learner can fit.
+struct ToyImages {
+  std::shared_ptr<const std::vector<std::uint8_t>> pixels;
+  std::size_t size() const { return pixels->size() / 4; }
+  stoke::LabeledImage get(std::size_t i) const {
+    const auto row = std::span(*pixels).subspan(i * 4, 4);
+    return {row, static_cast<std::uint32_t>(i % 2)};
+  }
+};
+
+// ---- The learner, optimizers, schedules, metrics, checkpoints, safetensors. ----
+void learner(const std::filesystem::path& dir) {
+  auto bytes = std::make_shared<std::vector<std::uint8_t>>();
+  for (std::size_t i = 0; i < 64; ++i) {
+    const std::uint8_t hot = i % 2 == 0 ? 250 : 5;
+    bytes->insert(bytes->end(), {hot, static_cast<std::uint8_t>(255 - hot), 128, 128});
+  }
+  const ToyImages toy{bytes};
+  using Builder = stoke::DataLoaderBuilder<CpuBackend, stoke::cpu::ClassificationBatcher>;
+  auto train = Builder({}).batch_size(4).shuffle(1).drop_last().build(toy);
+  auto valid = Builder({}).batch_size(8).pad().build(toy);
+
+  const stoke::Mlp model({4, 2}, 3);
+  const std::vector<stoke::ParameterTensor> layout = model.parameter_layout();
+  CHECK(layout.size() == 2 && layout[0].name == "layers.0.weight");
+  const stoke::LearnerOptions options{.epochs = 2,
+                                      .checkpoint_dir = dir / "checkpoints",
+                                      .metrics_csv = dir / "metrics.csv",
+                                      .log = nullptr};
+  stoke::Learner<CpuBackend, stoke::Mlp, stoke::Sgd, stoke::ConstantLr> learner(
+      model, stoke::Sgd(0.5f), stoke::ConstantLr{0.5f}, CpuBackend::devices(2), options);
+  const stoke::FitResult result = learner.fit(train, valid);
+  const stoke::EpochMetrics& last = result.epochs.back();
+  CHECK(result.epochs.size() == 2 && last.valid_items == 64 && last.valid_accuracy > 0.9);
+  CHECK(stoke::describe(last, 2).find("epoch 2/2") != std::string::npos);
+  (void)stoke::stdout_is_terminal();
+
+  const stoke::Checkpoint checkpoint =
+      stoke::load_checkpoint(learner.checkpoint_path(), learner.model(), model.parameter_count());
+  const stoke::TrainingProgress& progress = checkpoint.progress;
+  CHECK(progress.epoch == 2 && checkpoint.parameters.size() == model.parameter_count());
+  stoke::save_checkpoint(dir / "copy.safetensors", learner.model(), checkpoint.parameters,
+                         checkpoint.optimizer_state, progress);
+  CHECK(std::filesystem::exists(dir / "copy.safetensors"));
+
+  stoke::MetricsCsv csv(dir / "more.csv", false);
+  csv.write(last);
+  CHECK(std::filesystem::file_size(dir / "more.csv") > 0);
+
+  // Optimizers, schedules, step sums.
+  std::vector<float> parameters{1.0f}, gradients{1.0f};
+  stoke::Adam adam;
+  adam.step(parameters, gradients, 0.1f);
+  stoke::Sgd sgd(0.1f);
+  sgd.step(parameters, gradients);
+  CHECK(adam.steps() == 1 && parameters[0] < 0.85f);
+  CHECK(stoke::StepLr{.base = 1.0f, .gamma = 0.5f, .step_size = 1}(2) == 0.25f);
+  CHECK(stoke::CosineLr{.base = 1.0f, .total_steps = 10}(10) == 0.0f);
+  stoke::StepOutput sums{.loss_sum = 1.0, .correct = 1, .count = 2};
+  sums += stoke::StepOutput{.loss_sum = 1.0, .correct = 0, .count = 2};
+  CHECK(sums.count == 4);
+
+  // Safetensors and atomic files.
+  const std::vector<float> floats{1.0f, 2.0f};
+  const stoke::TensorView view = stoke::make_tensor_view<float>(floats, {2});
+  const std::map<std::string, stoke::TensorView> tensors{{"x", view}};
+  CHECK(stoke::encode_safetensors(tensors).size() > 8);
+  stoke::save_safetensors(dir / "x.safetensors", tensors, {{"note", "module test"}});
+  const stoke::SafetensorsFile file = stoke::load_safetensors(dir / "x.safetensors");
+  CHECK(file.values<float>("x") == floats && file.metadata().at("note") == "module test");
+  stoke::write_file_atomically(dir / "note.txt", std::string_view("written"),
+                               stoke::AtomicWriteHooks{});
+  CHECK(std::filesystem::file_size(dir / "note.txt") == 7);
+}
+
+}  // namespace
+
+int main() {
+  const auto dir = scratch_directory();
+  try {
+    core();
+    data(dir);
+    cpu();
+    learner(dir);
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "test_import: unexpected exception: %s\n", error.what());
+    ++failures;
+  }
+  std::filesystem::remove_all(dir);
+  if (failures != 0) {
+    std::fprintf(stderr, "test_import: %d checks failed\n", failures);
+    return 1;
+  }
+  std::printf("test_import: every name exported by the module 'stoke' works after import\n");
+  return 0;
+}
