@@ -1,0 +1,365 @@
+// What a stoke loader costs, on the workloads that bench/peers/ runs in PyTorch and libtorch:
+//
+//   overhead:    10^6 in-memory items (an int and a float), batch 64, copied into a
+//                contiguous batch; one epoch per iteration, caller thread and 1 or 2 workers.
+//   image:       100,000 records of 3x64x64 uint8 in a memory-mapped file, shuffled, batch 256,
+//                stacked into normalised float32 by cpu::StackBatcher; one epoch per iteration,
+//                over 0, 1 or 2 workers and 1 or 2 CPU devices (split, one consumer thread each).
+//   stream_copy: the same bytes read and written by a plain sequential loop, no loader: the
+//                memory-bandwidth limit of the image workload on this machine.
+//   first_batch: a new multithread loader's first batch, and the first batch of a later epoch.
+//
+// `loader_bench --peak-memory` runs none of them: it runs one image epoch and prints the peak
+// growth of anonymous resident memory against the bound `prefetch depth x batch bytes`
+// (a separate process, so no earlier benchmark's memory counts).
+// The image file is made on first use at $STOKE_BENCH_IMAGES (default /tmp/stoke-bench-images.u8).
+#include <benchmark/benchmark.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <stoke/stoke.hpp>
+
+namespace {
+
+constexpr std::size_t overhead_items = 1'000'000;
+constexpr std::size_t overhead_batch = 64;
+constexpr std::size_t image_records = 100'000;
+constexpr std::size_t image_bytes = 3 * 64 * 64;
+constexpr std::size_t image_batch = 256;
+constexpr std::size_t image_prefetch = 4;
+constexpr float image_scale = 1.0f / 255.0f;
+
+// ---------------------------------------------------------------------------------------------
+// Workload 1: small items.
+
+/// One small sample: a label and a value.
+struct Small {
+  std::int32_t label = 0;
+  float value = 0.0f;
+};
+
+/// A batch of small samples as two contiguous arrays (what a collate function makes).
+struct SmallBatch {
+  std::vector<std::int32_t> labels;
+  std::vector<float> values;
+};
+
+/// Copies the items of a batch into a `SmallBatch`.
+struct ContiguousBatcher {
+  SmallBatch batch(std::vector<Small> items, const stoke::cpu::Device&) const {
+    SmallBatch out;
+    out.labels.resize(items.size());
+    out.values.resize(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      out.labels[i] = items[i].label;
+      out.values[i] = items[i].value;
+    }
+    return out;
+  }
+};
+
+const stoke::InMemoryDataset<Small>& small_dataset() {
+  static const stoke::InMemoryDataset<Small> data = [] {
+    std::vector<Small> items(overhead_items);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      items[i] = {static_cast<std::int32_t>(i % 10), static_cast<float>(i) * 0.5f};
+    }
+    return stoke::InMemoryDataset<Small>(std::move(items));
+  }();
+  return data;
+}
+
+/// One epoch of the small-item loader; range(0) is the number of workers, -1 the caller thread.
+void overhead(benchmark::State& state) {
+  const auto workers = state.range(0);
+  auto builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, ContiguousBatcher>({})
+                     .batch_size(overhead_batch)
+                     .shuffle(42)
+                     .num_workers(workers < 0 ? 0 : static_cast<std::size_t>(workers))
+                     .prefetch(image_prefetch);
+  const auto run = [&](auto& loader) {
+    for (auto _ : state) {
+      std::size_t seen = 0;
+      for (const auto& batch : loader.iter()) seen += batch.data.labels.size();
+      benchmark::DoNotOptimize(seen);
+    }
+  };
+  if (workers < 0) {
+    auto loader = builder.build_batch_loader(small_dataset());
+    run(loader);
+  } else {
+    auto loader = builder.build(small_dataset());
+    run(loader);
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<std::int64_t>(overhead_items));
+}
+BENCHMARK(overhead)->ArgName("workers")->Arg(-1)->Arg(1)->Arg(2)->UseRealTime()->Unit(
+    benchmark::kMillisecond);
+
+// ---------------------------------------------------------------------------------------------
+// Workload 2: image-like records in a memory-mapped file.
+
+std::filesystem::path image_path() {
+  const char* path = std::getenv("STOKE_BENCH_IMAGES");
+  return path != nullptr ? path : "/tmp/stoke-bench-images.u8";
+}
+
+/// The image file, written once (deterministic pseudo-random bytes).
+const stoke::MmapRecordDataset& image_dataset() {
+  static const stoke::MmapRecordDataset data = [] {
+    const auto path = image_path();
+    const std::uintmax_t size = image_records * image_bytes;
+    std::error_code error;
+    if (std::filesystem::file_size(path, error) != size) {
+      std::filesystem::create_directories(std::filesystem::absolute(path).parent_path());
+      std::ofstream out(path, std::ios::binary | std::ios::trunc);
+      std::vector<std::uint8_t> record(image_bytes);
+      std::uint64_t x = 0x9e3779b97f4a7c15ULL;
+      for (std::size_t r = 0; r < image_records; ++r) {
+        for (auto& byte : record) {
+          x ^= x << 13;
+          x ^= x >> 7;
+          x ^= x << 17;
+          byte = static_cast<std::uint8_t>(x);
+        }
+        out.write(reinterpret_cast<const char*>(record.data()),
+                  static_cast<std::streamsize>(record.size()));
+      }
+    }
+    return stoke::MmapRecordDataset(path, image_bytes);
+  }();
+  return data;
+}
+
+auto image_builder(std::size_t workers) {
+  return stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::StackBatcher<float>>(
+             {.scale = image_scale})
+      .batch_size(image_batch)
+      .shuffle(7)
+      .num_workers(workers)
+      .prefetch(image_prefetch)
+      .drop_last();
+}
+
+/// Samples of one epoch of `loader`, reading one value of every batch.
+template <class L>
+std::size_t consume(L& loader) {
+  std::size_t seen = 0;
+  float sum = 0.0f;
+  for (const auto& batch : loader.iter()) {
+    seen += batch.real_size();
+    sum += batch.data.values()[0];
+  }
+  benchmark::DoNotOptimize(sum);
+  return seen;
+}
+
+/// One image epoch; range(0) workers per device (0: the caller thread), range(1) CPU devices.
+void image(benchmark::State& state) {
+  const auto workers = static_cast<std::size_t>(state.range(0));
+  const auto devices = static_cast<std::size_t>(state.range(1));
+  auto loader = image_builder(workers).build(image_dataset());
+  auto parts = stoke::split(loader, stoke::cpu::Backend::devices(devices));
+  std::size_t samples = 0;
+  for (auto _ : state) {
+    if (devices == 1) {
+      samples += consume(parts.front());
+    } else {
+      std::vector<std::size_t> seen(devices);
+      std::vector<std::thread> threads;
+      for (std::size_t d = 0; d < devices; ++d) {
+        threads.emplace_back([&, d] { seen[d] = consume(parts[d]); });
+      }
+      for (auto& thread : threads) thread.join();
+      for (const auto s : seen) samples += s;
+    }
+  }
+  state.SetItemsProcessed(static_cast<std::int64_t>(samples));
+  state.SetBytesProcessed(static_cast<std::int64_t>(samples * image_bytes * (1 + sizeof(float))));
+}
+BENCHMARK(image)
+    ->ArgNames({"workers", "devices"})
+    ->Args({0, 1})
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->Args({0, 2})
+    ->Args({1, 2})
+    ->Args({2, 2})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
+/// The memory-bandwidth limit: the bytes of one image epoch read in file order and written as
+/// normalised float32 by a plain loop into a batch-sized buffer, in this thread, no loader.
+void stream_copy(benchmark::State& state) {
+  const auto bytes = image_dataset().bytes();
+  const auto* source = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const std::size_t batches = image_records / image_batch;
+  std::vector<float> out(image_batch * image_bytes);
+  benchmark::DoNotOptimize(out.data());
+  for (auto _ : state) {
+    for (std::size_t b = 0; b < batches; ++b) {
+      const std::uint8_t* from = source + b * image_batch * image_bytes;
+      float* to = out.data();
+      for (std::size_t k = 0; k < image_batch * image_bytes; ++k) {
+        to[k] = static_cast<float>(from[k]) * image_scale + 0.0f;
+      }
+      benchmark::ClobberMemory();
+    }
+  }
+  const std::size_t samples = state.iterations() * batches * image_batch;
+  state.SetItemsProcessed(static_cast<std::int64_t>(samples));
+  state.SetBytesProcessed(static_cast<std::int64_t>(samples * image_bytes * (1 + sizeof(float))));
+}
+BENCHMARK(stream_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
+
+// ---------------------------------------------------------------------------------------------
+// Workload 4: time to the first batch.
+
+using Clock = std::chrono::steady_clock;
+
+/// A new multithread image loader (2 workers): build, `iter()`, first batch. Its threads are
+/// joined outside the timed part.
+void first_batch_new_loader(benchmark::State& state) {
+  const auto& data = image_dataset();
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    {
+      auto loader = image_builder(static_cast<std::size_t>(state.range(0))).build(data);
+      auto range = loader.iter();
+      benchmark::DoNotOptimize(range.begin()->data.values().data());
+      state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  }
+}
+BENCHMARK(first_batch_new_loader)
+    ->ArgName("workers")
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+/// The same for the small-item loader (batch 64): what starting the loader itself costs.
+void first_batch_new_loader_small(benchmark::State& state) {
+  const auto& data = small_dataset();
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    {
+      auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, ContiguousBatcher>({})
+                        .batch_size(overhead_batch)
+                        .shuffle(42)
+                        .num_workers(static_cast<std::size_t>(state.range(0)))
+                        .prefetch(image_prefetch)
+                        .build(data);
+      auto range = loader.iter();
+      benchmark::DoNotOptimize(range.begin()->data.labels.data());
+      state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    }
+  }
+}
+BENCHMARK(first_batch_new_loader_small)
+    ->ArgName("workers")
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+/// The first batch of a later epoch of a running loader (2 workers) whose previous epoch was
+/// consumed to its end (epochs of 4 batches, so the untimed part stays short).
+void first_batch_later_epoch(benchmark::State& state) {
+  auto loader = image_builder(static_cast<std::size_t>(state.range(0)))
+                    .build(stoke::PartialDataset(image_dataset(), 0, 4 * image_batch));
+  for (const auto& batch : loader.iter()) benchmark::DoNotOptimize(batch.data.values().data());
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    auto range = loader.iter();
+    auto it = range.begin();
+    benchmark::DoNotOptimize(it->data.values().data());
+    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    for (++it; it != range.end(); ++it) benchmark::DoNotOptimize(it->data.values().data());
+  }
+}
+BENCHMARK(first_batch_later_epoch)
+    ->ArgName("workers")
+    ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+// ---------------------------------------------------------------------------------------------
+// Workload 5: peak resident memory (run as `loader_bench --peak-memory`).
+
+/// A field of /proc/self/status in bytes (the kernel reports kB).
+std::size_t proc_status_bytes(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  const std::size_t length = std::strlen(field);
+  while (std::getline(in, line)) {
+    if (line.compare(0, length, field) == 0 && line.size() > length && line[length] == ':') {
+      return std::stoull(line.substr(length + 1)) * 1024;
+    }
+  }
+  return 0;
+}
+
+int peak_memory() {
+  const auto& data = image_dataset();
+  const std::size_t workers = 2;
+  const std::size_t batch_bytes = image_batch * image_bytes * sizeof(float);
+  const std::size_t bound = image_prefetch * batch_bytes;
+  const std::size_t slack = std::size_t{64} << 20;
+  const std::size_t anon_before = proc_status_bytes("RssAnon");
+  const std::size_t hwm_before = proc_status_bytes("VmHWM");
+  std::atomic<bool> done = false;
+  std::atomic<std::size_t> anon_peak = anon_before;
+  std::thread sampler([&] {  // RssAnon has no high-water mark of its own: sample it
+    while (!done.load()) {
+      const std::size_t now = proc_status_bytes("RssAnon");
+      if (now > anon_peak.load()) anon_peak.store(now);
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    }
+  });
+  std::size_t samples = 0;
+  {
+    auto loader = image_builder(workers).build(data);
+    for (int epoch = 0; epoch < 2; ++epoch) samples += consume(loader);
+  }
+  done = true;
+  sampler.join();
+  const double mib = 1 << 20;
+  const double growth = static_cast<double>(anon_peak.load() - anon_before);
+  std::printf(
+      "peak memory, image workload: batch %zu x %zu B as float32 (%.1f MiB per batch), prefetch "
+      "depth %zu, %zu workers, 2 epochs, %zu samples\n",
+      image_batch, image_bytes, static_cast<double>(batch_bytes) / mib, image_prefetch, workers,
+      samples);
+  std::printf("anonymous RSS growth (peak RssAnon - before): %.1f MiB\n", growth / mib);
+  std::printf("VmHWM growth, file pages of the mapping included: %.1f MiB\n",
+              static_cast<double>(proc_status_bytes("VmHWM") - hwm_before) / mib);
+  std::printf("bound depth x batch bytes: %.1f MiB; with 64 MiB of slack: %.1f MiB\n",
+              static_cast<double>(bound) / mib, static_cast<double>(bound + slack) / mib);
+  std::printf("figure peak_anon_growth_mib: %.3f\nfigure peak_bound_mib: %.3f\n", growth / mib,
+              static_cast<double>(bound) / mib);
+  std::printf("ratio image_peak_rss_over_bound_plus_64MiB: %.3f\n",
+              growth / static_cast<double>(bound + slack));
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1 && std::strcmp(argv[1], "--peak-memory") == 0) return peak_memory();
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

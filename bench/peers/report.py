@@ -1,0 +1,268 @@
+"""Turns the loader figures of one `./scripts/bench` run into ratios, bench/RESULTS.md and a
+plot of throughput against workers.
+
+Inputs, in --results: loader_bench.json and loader_bench_malloc.json (Google Benchmark, median
+aggregates), loader_memory.txt (`loader_bench --peak-memory`) and, after `--peers`, peers.txt
+(`figure <name>: <value>` lines of bench/peers/). Prints `ratio <name>: <x>` lines for the peer
+comparisons and the malloc-tuned image run (loader_bench's own ratios come from scripts/bench).
+"""
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import re
+import subprocess
+import sys
+
+SCALE = {"ns": 1e-9, "us": 1e-6, "ms": 1e-3, "s": 1.0}
+SMALL_ITEMS, SMALL_BATCH = 1_000_000, 64
+IMAGE_SAMPLES = 390 * 256  # an epoch of 100,000 records in batches of 256, last one dropped
+
+
+def medians(path):
+    if not os.path.exists(path):
+        return {}
+    out = {}
+    for run in json.load(open(path))["benchmarks"]:
+        if run.get("aggregate_name", "median") == "median":
+            out[run["run_name"]] = run["real_time"] * SCALE[run["time_unit"]]
+    return out
+
+
+def figures(path):
+    out = {}
+    if os.path.exists(path):
+        for line in open(path):
+            match = re.match(r"figure (\S+): (\S+)", line)
+            if match:
+                out[match.group(1)] = float(match.group(2))
+    return out
+
+
+def machine():
+    cores = os.cpu_count()
+    mem = "?"
+    for line in open("/proc/meminfo"):
+        if line.startswith("MemTotal:"):
+            mem = f"{int(line.split()[1]) / 2**20:.1f} GiB"
+    model = "?"
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name"):
+            model = line.split(":", 1)[1].strip()
+            break
+    try:
+        compiler = subprocess.run(["clang++-19", "--version"], capture_output=True,
+                                  text=True).stdout.splitlines()[0]
+    except (OSError, IndexError):
+        compiler = "?"
+    return cores, mem, model, compiler
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--results", required=True)
+    parser.add_argument("--command", required=True)
+    parser.add_argument("--load", nargs=2, required=True)
+    parser.add_argument("--markdown", required=True)
+    parser.add_argument("--plot", required=True)
+    args = parser.parse_args()
+    stoke = medians(os.path.join(args.results, "loader_bench.json"))
+    tuned = medians(os.path.join(args.results, "loader_bench_malloc.json"))
+    peers = figures(os.path.join(args.results, "peers.txt"))
+    memory = figures(os.path.join(args.results, "loader_memory.txt"))
+    needed = ["overhead/workers:-1/real_time", "image/workers:2/devices:2/real_time",
+              "stream_copy/real_time", "first_batch_later_epoch/workers:2/manual_time"]
+    if any(name not in stoke for name in needed):
+        sys.exit("report: loader_bench did not run all its benchmarks (filtered?): "
+                 "bench/RESULTS.md is left as it was")
+
+    # stoke's figures in the units the peers print.
+    fig = {}
+    for w, name in ((0, "overhead/workers:-1/real_time"), (1, "overhead/workers:1/real_time"),
+                    (2, "overhead/workers:2/real_time")):
+        fig[f"overhead_ns_per_item/stoke/w{w}"] = stoke[name] / SMALL_ITEMS * 1e9
+        fig[f"overhead_ns_per_batch/stoke/w{w}"] = stoke[name] / (SMALL_ITEMS / SMALL_BATCH) * 1e9
+    for d in (1, 2):
+        for w in (0, 1, 2):
+            fig[f"image_samples_per_s/stoke/w{w}/d{d}"] = (
+                IMAGE_SAMPLES / stoke[f"image/workers:{w}/devices:{d}/real_time"])
+    for w in (0, 1, 2):
+        key = f"image/workers:{w}/devices:1/real_time"
+        if key in tuned:
+            fig[f"image_samples_per_s/stoke_malloc_tuned/w{w}/d1"] = IMAGE_SAMPLES / tuned[key]
+    fig["image_samples_per_s/stream_copy"] = IMAGE_SAMPLES / stoke["stream_copy/real_time"]
+    fig["first_batch_s/stoke/w2/new"] = stoke["first_batch_new_loader/workers:2/manual_time"]
+    fig["first_batch_s/stoke/w2/new_small"] = stoke[
+        "first_batch_new_loader_small/workers:2/manual_time"]
+    fig["first_batch_s/stoke/w2/later"] = stoke["first_batch_later_epoch/workers:2/manual_time"]
+    if tuned:
+        fig["first_batch_s/stoke_malloc_tuned/w2/new"] = tuned[
+            "first_batch_new_loader/workers:2/manual_time"]
+        fig["first_batch_s/stoke_malloc_tuned/w2/later"] = tuned[
+            "first_batch_later_epoch/workers:2/manual_time"]
+    fig.update(peers)
+
+    # (name, numerator key, denominator key, target text, met(x)); a ratio > 1 favours stoke.
+    specs = [
+        ("overhead_vs_pytorch_w0", "overhead_ns_per_item/pytorch/w0", "overhead_ns_per_item/stoke/w0",
+         ">= 50", lambda x: x >= 50),
+        ("overhead_vs_pytorch_w2", "overhead_ns_per_item/pytorch/w2", "overhead_ns_per_item/stoke/w2",
+         ">= 50", lambda x: x >= 50),
+        ("overhead_vs_libtorch_w0", "overhead_ns_per_item/libtorch/w0",
+         "overhead_ns_per_item/stoke/w0", "> 1", lambda x: x > 1),
+        ("overhead_vs_libtorch_w2", "overhead_ns_per_item/libtorch/w2",
+         "overhead_ns_per_item/stoke/w2", "> 1", lambda x: x > 1),
+        ("image_vs_pytorch_w2", "image_samples_per_s/stoke/w2/d1", "image_samples_per_s/pytorch/w2",
+         ">= 10", lambda x: x >= 10),
+        ("image_vs_pytorch_w0", "image_samples_per_s/stoke/w0/d1", "image_samples_per_s/pytorch/w0",
+         "", None),
+        ("image_vs_libtorch_w2", "image_samples_per_s/stoke/w2/d1",
+         "image_samples_per_s/libtorch/w2", "> 1", lambda x: x > 1),
+        ("image_vs_libtorch_w0", "image_samples_per_s/stoke/w0/d1",
+         "image_samples_per_s/libtorch/w0", "> 1", lambda x: x > 1),
+        ("image_malloc_tuned_w2_vs_pytorch_w2", "image_samples_per_s/stoke_malloc_tuned/w2/d1",
+         "image_samples_per_s/pytorch/w2", ">= 10", lambda x: x >= 10),
+        ("image_w2_vs_stream_copy", "image_samples_per_s/stoke/w2/d1",
+         "image_samples_per_s/stream_copy", ">= 0.6", lambda x: x >= 0.6),
+        ("image_w0_vs_stream_copy", "image_samples_per_s/stoke/w0/d1",
+         "image_samples_per_s/stream_copy", "", None),
+        ("image_malloc_tuned_w2_vs_stream_copy", "image_samples_per_s/stoke_malloc_tuned/w2/d1",
+         "image_samples_per_s/stream_copy", ">= 0.6", lambda x: x >= 0.6),
+        ("first_batch_vs_pytorch_w2", "first_batch_s/pytorch/w2/new", "first_batch_s/stoke/w2/new",
+         ">= 100", lambda x: x >= 100),
+        ("first_batch_small_vs_pytorch_w2", "first_batch_s/pytorch/w2/new_small",
+         "first_batch_s/stoke/w2/new_small", ">= 100", lambda x: x >= 100),
+        ("first_batch_later_epoch_vs_pytorch_w2", "first_batch_s/pytorch/w2/later",
+         "first_batch_s/stoke/w2/later", "", None),
+        ("first_batch_later_epoch_vs_pytorch_persistent_w2", "first_batch_s/pytorch/w2/persistent",
+         "first_batch_s/stoke/w2/later", "", None),
+        ("first_batch_vs_libtorch_w2", "first_batch_s/libtorch/w2/new", "first_batch_s/stoke/w2/new",
+         "", None),
+        ("first_batch_malloc_tuned_vs_pytorch_w2", "first_batch_s/pytorch/w2/new",
+         "first_batch_s/stoke_malloc_tuned/w2/new", ">= 100", lambda x: x >= 100),
+    ]
+    rows = []
+    for name, num, den, target, met in specs:
+        if num in fig and den in fig and fig[den] > 0:
+            x = fig[num] / fig[den]
+            print(f"ratio {name}: {x:.3f}")
+            rows.append((name, x, target, "" if met is None else ("met" if met(x) else "missed")))
+    if "peak_anon_growth_mib" in memory:
+        x = memory["peak_anon_growth_mib"] / (memory["peak_bound_mib"] + 64)
+        rows.append(("image_peak_rss_over_bound_plus_64MiB", x, "<= 1", "met" if x <= 1 else "missed"))
+
+    write_plot(fig, args.plot)
+    write_markdown(fig, rows, memory, args)
+
+
+def write_plot(fig, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    plt.figure(figsize=(6.4, 4.2))
+    for label, prefix, workers in (
+        ("stoke, 1 device", "image_samples_per_s/stoke/w{}/d1", (0, 1, 2)),
+        ("stoke, 2 devices (split)", "image_samples_per_s/stoke/w{}/d2", (0, 1, 2)),
+        ("stoke, malloc keeping freed batches", "image_samples_per_s/stoke_malloc_tuned/w{}/d1",
+         (0, 1, 2)),
+        ("PyTorch DataLoader", "image_samples_per_s/pytorch/w{}", (0, 2)),
+        ("libtorch torch::data", "image_samples_per_s/libtorch/w{}", (0, 2)),
+    ):
+        xs = [w for w in workers if prefix.format(w) in fig]
+        if xs:
+            plt.plot(xs, [fig[prefix.format(w)] for w in xs], marker="o", label=label)
+    if "image_samples_per_s/stream_copy" in fig:
+        plt.axhline(fig["image_samples_per_s/stream_copy"], color="grey", linestyle="--",
+                    label="plain streaming copy, 1 thread")
+    plt.xticks([0, 1, 2], ["0 (caller)", "1", "2"])
+    plt.xlabel("worker threads (per device)")
+    plt.ylabel("samples/s (3x64x64 uint8 -> float32)")
+    plt.yscale("log")
+    plt.title("Image-like workload, batch 256, shuffled")
+    plt.legend(fontsize=8)
+    plt.grid(True, which="both", alpha=0.3)
+    plt.tight_layout()
+    plt.savefig(path, dpi=110)
+
+
+def fmt(fig, key, scale=1.0, digits=0):
+    return f"{fig[key] * scale:,.{digits}f}" if key in fig else "not run"
+
+
+def write_markdown(fig, rows, memory, args):
+    cores, mem, model, compiler = machine()
+    now = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    out = [
+        "# Loader benchmark results",
+        "",
+        f"Written by `{args.command}` on {now}. Do not edit: rerun the command.",
+        "",
+        f"Machine: {cores} cores ({model}), {mem} memory, {platform.system()} "
+        f"{platform.release()}; compiler {compiler} (preset `default`, RelWithDebInfo). "
+        f"Load average (1, 5, 15 min) {' '.join(args.load[0].split())} at the start, "
+        f"{' '.join(args.load[1].split())} at the end: the machine was shared, so figures are "
+        "medians of repeated runs and move between runs.",
+        "",
+        "## Figures",
+        "",
+        "| workload | stoke | PyTorch DataLoader | libtorch torch::data |",
+        "| --- | ---: | ---: | ---: |",
+    ]
+    for w, label in ((0, "caller thread / num_workers 0"), (1, "1 worker"), (2, "2 workers")):
+        out.append(f"| overhead, ns per item, {label} | {fmt(fig, f'overhead_ns_per_item/stoke/w{w}', 1, 1)}"
+                   f" | {fmt(fig, f'overhead_ns_per_item/pytorch/w{w}', 1, 1) if w != 1 else '-'}"
+                   f" | {fmt(fig, f'overhead_ns_per_item/libtorch/w{w}', 1, 1) if w != 1 else '-'} |")
+    for w, label in ((0, "caller thread"), (1, "1 worker"), (2, "2 workers")):
+        out.append(f"| overhead, us per batch of 64, {label} | "
+                   f"{fmt(fig, f'overhead_ns_per_batch/stoke/w{w}', 1e-3, 2)} | - | - |")
+    for w, label in ((0, "caller thread / num_workers 0"), (1, "1 worker"), (2, "2 workers")):
+        out.append(f"| image, samples/s, {label} | {fmt(fig, f'image_samples_per_s/stoke/w{w}/d1')}"
+                   f" | {fmt(fig, f'image_samples_per_s/pytorch/w{w}') if w != 1 else '-'}"
+                   f" | {fmt(fig, f'image_samples_per_s/libtorch/w{w}') if w != 1 else '-'} |")
+    for w in (0, 1, 2):
+        out.append(f"| image, samples/s, {w} worker(s) per device, 2 CPU devices (split) | "
+                   f"{fmt(fig, f'image_samples_per_s/stoke/w{w}/d2')} | - | - |")
+    for w in (0, 1, 2):
+        out.append(f"| image, samples/s, {w} worker(s), malloc keeping freed batches | "
+                   f"{fmt(fig, f'image_samples_per_s/stoke_malloc_tuned/w{w}/d1')} | - | - |")
+    out.append(f"| image, samples/s, plain streaming copy (1 thread, no loader) | "
+               f"{fmt(fig, 'image_samples_per_s/stream_copy')} | - | - |")
+    out.append(f"| first batch of a new loader, 2 workers, ms | {fmt(fig, 'first_batch_s/stoke/w2/new', 1e3, 2)}"
+               f" | {fmt(fig, 'first_batch_s/pytorch/w2/new', 1e3, 1)}"
+               f" | {fmt(fig, 'first_batch_s/libtorch/w2/new', 1e3, 2)} |")
+    out.append(f"| first batch of a new loader, small items (batch 64), 2 workers, ms | "
+               f"{fmt(fig, 'first_batch_s/stoke/w2/new_small', 1e3, 3)}"
+               f" | {fmt(fig, 'first_batch_s/pytorch/w2/new_small', 1e3, 1)} | - |")
+    out.append(f"| first batch of a later epoch, 2 workers, ms | {fmt(fig, 'first_batch_s/stoke/w2/later', 1e3, 2)}"
+               f" | {fmt(fig, 'first_batch_s/pytorch/w2/later', 1e3, 1)} (persistent_workers: "
+               f"{fmt(fig, 'first_batch_s/pytorch/w2/persistent', 1e3, 1)})"
+               f" | {fmt(fig, 'first_batch_s/libtorch/w2/later', 1e3, 2)} |")
+    out.append(f"| first batch, new loader / later epoch, malloc keeping freed batches, ms | "
+               f"{fmt(fig, 'first_batch_s/stoke_malloc_tuned/w2/new', 1e3, 2)} / "
+               f"{fmt(fig, 'first_batch_s/stoke_malloc_tuned/w2/later', 1e3, 2)} | - | - |")
+    if memory:
+        out.append(f"| image, peak anonymous RSS growth, MiB (bound depth 4 x 12 MiB = "
+                   f"{memory['peak_bound_mib']:.0f}) | {memory['peak_anon_growth_mib']:.1f} | - | - |")
+    out += ["", "## Ratios", "", "| ratio | value | target | |", "| --- | ---: | --- | --- |"]
+    out += [f"| `{name}` | {x:.3f} | {target} | {met} |" for name, x, target, met in rows]
+    out += [
+        "",
+        "A ratio above 1 favours stoke (other loader's time over stoke's, or stoke's rate over "
+        "the other's), except the memory ratio, which must stay at or below 1.",
+        "",
+        "![image throughput against workers](loader-throughput.png)",
+        "",
+        "Workloads: see `bench/loader_bench.cpp` and `bench/peers/`; what they mean and how to "
+        "tune a loader: `book/docs/performance.md`.",
+        "",
+    ]
+    with open(args.markdown, "w") as f:
+        f.write("\n".join(out))
+
+
+if __name__ == "__main__":
+    main()
