@@ -96,7 +96,11 @@ class LogicalDevice {
   }
   LogicalDevice(const LogicalDevice&) = delete;
   LogicalDevice& operator=(const LogicalDevice&) = delete;
-  ~LogicalDevice() { vkDestroyDevice(handle_, nullptr); }
+  /// Waits until the device is idle (its queue thread done), then destroys it.
+  ~LogicalDevice() {
+    vkDeviceWaitIdle(handle_);
+    vkDestroyDevice(handle_, nullptr);
+  }
 
   /// The device handle.
   [[nodiscard]] VkDevice handle() const noexcept { return handle_; }

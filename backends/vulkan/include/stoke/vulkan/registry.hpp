@@ -25,10 +25,13 @@ namespace stoke::vulkan::detail {
 /// The usable physical devices and the context of every stoke device made so far.
 class Registry {
  public:
-  /// The process-wide registry (creates the instance on first use).
+  /// The process-wide registry (creates the instance on first use). It is never destroyed:
+  /// tearing a `VkDevice` down during exit raced with lavapipe's queue thread under the
+  /// validation layer (a crash in one run of ten), so devices live until the process ends
+  /// and the driver's own exit handlers stop its threads.
   static Registry& get() {
-    static Registry registry;
-    return registry;
+    static Registry* registry = new Registry();
+    return *registry;
   }
   Registry(const Registry&) = delete;
   Registry& operator=(const Registry&) = delete;
