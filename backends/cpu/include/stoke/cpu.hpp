@@ -3,8 +3,8 @@
 /// The CPU backend: logical devices, host tensors on Eigen, batchers.
 
 #include <stoke/cpu/backend.hpp>
-#include <stoke/cpu/collective.hpp>
 #include <stoke/cpu/classification_batcher.hpp>
+#include <stoke/cpu/collective.hpp>
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/stack_batcher.hpp>
 #include <stoke/cpu/tensor.hpp>
