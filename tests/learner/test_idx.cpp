@@ -362,8 +362,9 @@ TEST(ClassificationBatcher, DefaultScalesBytesToTheUnitInterval) {
 TEST(ClassificationBatcher, RefusesImagesOfDifferentSizesNamingTheItem) {
   const Bytes a{1, 2, 3};
   const Bytes b{1, 2};
-  const auto message = message_of<stoke::InputError>(
-      [&] { (void)stoke::cpu::ClassificationBatcher{}.batch({{a, 0}, {a, 1}, {b, 2}}, {}); });
+  const auto message = message_of<stoke::InputError>([&] {
+    (void)stoke::cpu::ClassificationBatcher{}.batch({{a, 0}, {a, 1}, {b, 2}}, {});
+  });
   EXPECT_THAT(message, AllOf(HasSubstr("item 2"), HasSubstr("2 pixels"), HasSubstr("3")));
 }
 

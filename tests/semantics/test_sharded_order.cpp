@@ -83,7 +83,9 @@ TEST(ShardedOrder, NeedsADatasetThatNamesItsShards) {
 TEST(ShardedOrder, RefusesShardBeginsOutOfOrder) {
   auto builder = Builder({}).shuffle_shards(1);
   EXPECT_THAT(
-      [&] { (void)builder.build(ShardedIota{10, {0, 6, 4}}); },
+      [&] {
+        (void)builder.build(ShardedIota{10, {0, 6, 4}});
+      },
       ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("shard_begins()[2] = 4")));
 }
 

@@ -48,7 +48,9 @@ struct WithIndex {
 
 /// Whether `dataset | adaptor` is well-formed.
 template <class D, class A>
-concept Pipeable = requires(D dataset, A adaptor) { dataset | adaptor; };
+concept Pipeable = requires(D dataset, A adaptor) {
+  dataset | adaptor;
+};
 
 static_assert(stoke::Dataset<stoke::MapDataset<Ints, Twice>>);
 static_assert(stoke::Dataset<stoke::MapDataset<Ints, WithIndex>>);

@@ -76,9 +76,9 @@ class Learner {
   /// Trains on `train` and evaluates on `valid` every epoch, until `options.epochs` epochs are
   /// done. Both loaders are split over the devices (they need `Remainder::drop` or `pad`).
   template <SplittableLoader Train, SplittableLoader Valid>
-    requires TrainStep<Model, typename Train::batch_type> &&
-             ValidStep<Model, typename Valid::batch_type>
-  FitResult fit(Train train, Valid valid) {
+  requires TrainStep<Model, typename Train::batch_type> &&
+      ValidStep<Model, typename Valid::batch_type>
+          FitResult fit(Train train, Valid valid) {
     FitResult result;
     Run<Train, Valid> run;
     if (options_.resume && !options_.checkpoint_dir.empty() &&

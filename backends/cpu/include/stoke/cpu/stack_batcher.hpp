@@ -42,10 +42,10 @@ struct StackBatcher {
 
   /// The stacked batch, on `device`.
   template <class Item>
-    requires detail::Number<Item> ||
-             (std::ranges::contiguous_range<const Item&> &&
-              detail::Number<std::remove_cv_t<std::ranges::range_value_t<const Item&>>>)
-  Tensor<Out> batch(std::vector<Item> items, const Device& device) const {
+  requires detail::Number<Item> ||
+      (std::ranges::contiguous_range<const Item&>&&
+           detail::Number<std::remove_cv_t<std::ranges::range_value_t<const Item&>>>)
+          Tensor<Out> batch(std::vector<Item> items, const Device& device) const {
     if constexpr (detail::Number<Item>) {
       Tensor<Out> out({items.size()}, device);
       for (std::size_t i = 0; i < items.size(); ++i) {

@@ -22,13 +22,13 @@ namespace stoke {
 ///    have; a state of the wrong size for the parameters is refused at the next `step`.
 template <class O>
 concept Optimizer = std::copy_constructible<O> &&
-                    requires(O& optimizer, const O& const_optimizer, std::span<float> parameters,
-                             std::span<const float> gradients, float learning_rate,
-                             const std::vector<float>& state) {
-                      optimizer.step(parameters, gradients, learning_rate);
-                      { const_optimizer.state() } -> std::convertible_to<std::vector<float>>;
-                      optimizer.load_state(state);
-                    };
+    requires(O& optimizer, const O& const_optimizer, std::span<float> parameters,
+             std::span<const float> gradients, float learning_rate,
+             const std::vector<float>& state) {
+  optimizer.step(parameters, gradients, learning_rate);
+  { const_optimizer.state() } -> std::convertible_to<std::vector<float>>;
+  optimizer.load_state(state);
+};
 
 namespace detail {
 

@@ -19,14 +19,14 @@ namespace stoke {
 ///    no batch takes a detour through another device).
 template <class T, class B, class I>
 concept Batcher = Backend<B> && std::copy_constructible<T> &&
-                  requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
-                    batcher.batch(std::move(items), device);
-                    requires !std::is_void_v<decltype(batcher.batch(std::move(items), device))>;
-                  };
+    requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
+  batcher.batch(std::move(items), device);
+  requires !std::is_void_v<decltype(batcher.batch(std::move(items), device))>;
+};
 
 /// The batch type a batcher makes from items of type `I`.
 template <class T, class B, class I>
-  requires Batcher<T, B, I>
+requires Batcher<T, B, I>
 using batch_output_t = std::remove_cvref_t<decltype(std::declval<const T&>().batch(
     std::declval<std::vector<I>>(), std::declval<const device_t<B>&>()))>;
 

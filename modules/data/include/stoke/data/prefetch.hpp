@@ -35,14 +35,18 @@ namespace stoke {
 /// where it must be and `prefetch_to_device` passes it through untouched: a backend says so
 /// with `static constexpr bool host_memory = true;` (as `cpu::Backend` does).
 template <class B>
-inline constexpr bool is_host_memory_backend = requires { requires B::host_memory; };
+inline constexpr bool is_host_memory_backend = requires {
+  requires B::host_memory;
+};
 
 /// The backend a loader makes batches for: `L::backend_type` where it names one, else
 /// deduced for stoke's own loaders.
 template <class L>
 struct loader_backend {};
 template <class L>
-  requires requires { typename L::backend_type; }
+requires requires {
+  typename L::backend_type;
+}
 struct loader_backend<L> {
   using type = typename L::backend_type;  ///< the loader's backend
 };
@@ -254,7 +258,7 @@ class PrefetchPipeline {
 /// the stage made (by default the `B::Buffer` holding the host batch's bytes). A failed
 /// upload or fence is rethrown to the consumer as a `DataError` at the batch's position.
 template <StagingBackend B, DataLoader L, class Stage = UploadHostBytes>
-  requires std::same_as<typename L::device_type, device_t<B>>
+requires std::same_as<typename L::device_type, device_t<B>>
 class PrefetchLoader {
   using host_data_type = decltype(std::declval<typename L::batch_type&>().data);
   using staged_type =
@@ -310,9 +314,8 @@ class PrefetchLoader {
     return PrefetchLoader(inner_.slice(begin, end), depth_, stage_);
   }
   /// Prefetching over part `index` of `count` of the inner loader (see `split`).
-  [[nodiscard]] PrefetchLoader part(std::size_t count, std::size_t index) const
-    requires SplittableLoader<L>
-  {
+  [[nodiscard]] PrefetchLoader part(std::size_t count,
+                                    std::size_t index) const requires SplittableLoader<L> {
     return PrefetchLoader(inner_.part(count, index), depth_, stage_);
   }
 
@@ -336,7 +339,7 @@ class PrefetchLoader {
 /// memory backend (`cpu::Backend`) the batches already are on the device: `loader` itself is
 /// returned and its batches pass through untouched.
 template <class B, DataLoader L>
-  requires is_host_memory_backend<B> || StagingBackend<B>
+requires is_host_memory_backend<B> || StagingBackend<B>
 [[nodiscard]] auto prefetch_to_device(L loader, std::size_t depth) {
   if (depth == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
   if constexpr (is_host_memory_backend<B>) {
@@ -356,7 +359,9 @@ template <StagingBackend B, DataLoader L, class Stage>
 
 /// `prefetch_to_device` for the backend the loader was built for (`loader_backend_t<L>`).
 template <DataLoader L>
-  requires requires { typename loader_backend_t<L>; }
+requires requires {
+  typename loader_backend_t<L>;
+}
 [[nodiscard]] auto prefetch_to_device(L loader, std::size_t depth) {
   return prefetch_to_device<loader_backend_t<L>>(std::move(loader), depth);
 }

@@ -24,8 +24,9 @@ namespace stoke {
 /// together consumed exactly the first `s * n` batches of the epoch: a prefix, which is what
 /// makes resuming onto a different number of devices exact.
 template <SplittableLoader L, std::ranges::input_range Devices>
-  requires std::convertible_to<std::ranges::range_reference_t<Devices>, typename L::device_type>
-[[nodiscard]] std::vector<L> split(const L& loader, const Devices& devices) {
+requires std::convertible_to < std::ranges::range_reference_t<Devices>,
+typename L::device_type >
+    [[nodiscard]] std::vector<L> split(const L& loader, const Devices& devices) {
   const auto count = static_cast<std::size_t>(std::ranges::distance(devices));
   if (count == 0) throw std::invalid_argument("stoke: split needs at least one device");
   std::vector<L> parts;

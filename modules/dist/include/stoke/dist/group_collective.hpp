@@ -68,7 +68,7 @@ class GroupCollective {
 /// `GroupCollective` over `make_local(participants)` (a `std::unique_ptr` to a `Collective`)
 /// and `group`. `group` must outlive every collective made.
 template <ProcessGroup Group, class MakeLocal>
-  requires std::invocable<MakeLocal&, std::size_t>
+requires std::invocable<MakeLocal&, std::size_t>
 [[nodiscard]] std::function<AnyCollective(std::size_t)> make_group_collective_factory(
     Group& group, MakeLocal make_local) {
   return [&group, make_local = std::move(make_local)](std::size_t participants) mutable {

@@ -180,7 +180,7 @@ class InProcessGroup {
 /// A rank that throws aborts the group, so no other rank is left waiting; the first error
 /// that is not a `GroupAbortedError` (or else the first one) is then rethrown here.
 template <class F>
-  requires std::invocable<F&, InProcessGroup&>
+requires std::invocable<F&, InProcessGroup&>
 void run_in_process_group(std::size_t size, F fn) {
   auto context = std::make_shared<InProcessContext>(size);
   std::mutex mutex;

@@ -72,7 +72,7 @@ struct Progress {
 
 /// Base of `BatchLoader` and `MultiThreadLoader` (CRTP: `slice` and `part` return `Derived`).
 template <class Derived, Dataset S, class T, Backend B>
-  requires Batcher<T, B, dataset_item_t<S>>
+requires Batcher<T, B, dataset_item_t<S>>
 class LoaderBase {
  public:
   using device_type = device_t<B>;                            ///< where batches go

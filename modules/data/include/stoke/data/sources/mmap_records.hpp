@@ -41,7 +41,7 @@ class FileMapping {
       int fd;
       ~FdCloser() { ::close(fd); }
     } closer{fd};
-    struct stat info{};
+    struct stat info {};
     if (::fstat(fd, &info) != 0) fail("cannot stat", errno);
     if (!S_ISREG(info.st_mode)) {
       throw InputError("stoke: cannot map " + quoted_path(path_) + ": not a regular file");

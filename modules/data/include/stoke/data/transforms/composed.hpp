@@ -35,9 +35,9 @@ namespace detail {
 /// next ones the second part, and so on. Every part has the same item type; `get` returns their
 /// common reference (a reference when every part returns one, else a value).
 template <Dataset First, Dataset... Rest>
-  requires(std::same_as<dataset_item_t<First>, dataset_item_t<Rest>> && ...) && requires {
-    typename std::common_reference_t<detail::get_result_t<First>, detail::get_result_t<Rest>...>;
-  }
+requires(std::same_as<dataset_item_t<First>, dataset_item_t<Rest>>&&...) && requires {
+  typename std::common_reference_t<detail::get_result_t<First>, detail::get_result_t<Rest>...>;
+}
 class ComposedDataset {
  public:
   /// What `get` returns.
@@ -90,8 +90,7 @@ class ComposedDataset {
 
 /// The concatenation of `parts...` (copies), as a `ComposedDataset`.
 template <class... Parts>
-  requires(sizeof...(Parts) > 0)
-[[nodiscard]] auto compose(Parts&&... parts) {
+requires(sizeof...(Parts) > 0) [[nodiscard]] auto compose(Parts&&... parts) {
   return ComposedDataset<std::remove_cvref_t<Parts>...>(std::forward<Parts>(parts)...);
 }
 
