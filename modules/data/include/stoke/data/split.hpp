@@ -2,6 +2,7 @@
 /// @file
 /// `split`: one loader per device, with equal batch counts, re-drawn every epoch.
 
+#include <concepts>
 #include <cstddef>
 #include <ranges>
 #include <stdexcept>
@@ -13,6 +14,13 @@
 
 namespace stoke {
 
+namespace detail {
+/// A range whose elements convert to the device type `D`.
+template <typename R, typename D>
+concept DeviceRangeOf =
+    std::ranges::input_range<R> && std::convertible_to<std::ranges::range_reference_t<R>, D>;
+}  // namespace detail
+
 /// Splits `loader` into one loader per device in `devices`.
 ///
 /// Device `k` of `n` takes every `n`-th batch of the epoch, starting with batch `k`. Every
@@ -23,10 +31,8 @@ namespace stoke {
 /// Because device `k` takes batch `k` of every round, the first `s` steps of all devices
 /// together consumed exactly the first `s * n` batches of the epoch: a prefix, which is what
 /// makes resuming onto a different number of devices exact.
-template <SplittableLoader L, std::ranges::input_range Devices>
-requires std::convertible_to < std::ranges::range_reference_t<Devices>,
-typename L::device_type >
-    [[nodiscard]] std::vector<L> split(const L& loader, const Devices& devices) {
+template <SplittableLoader L, detail::DeviceRangeOf<typename L::device_type> Devices>
+[[nodiscard]] std::vector<L> split(const L& loader, const Devices& devices) {
   const auto count = static_cast<std::size_t>(std::ranges::distance(devices));
   if (count == 0) throw std::invalid_argument("stoke: split needs at least one device");
   std::vector<L> parts;

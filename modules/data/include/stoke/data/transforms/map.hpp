@@ -30,14 +30,21 @@ struct map_result<F, S> {
   using type = std::invoke_result_t<const F&, get_result_t<S>, std::size_t>;
 };
 
+/// Whether `F` takes the sample of `S`, with or without its index.
+template <class F, class S>
+concept CallableOnSamples = IndexedMapFunction<F, S> || std::invocable<const F&, get_result_t<S>>;
+
+/// Whether what `F` returns for a sample of `S` is a value (not void).
+template <class F, class S>
+concept ReturnsAValue = !std::is_void_v<typename map_result<F, S>::type>;
+
 }  // namespace detail
 
 /// A function `map` can apply to the samples of `S`: a const-callable, copyable `f(item,
 /// index)` or `f(item)` returning non-void. The index form is preferred when both work.
 template <class F, class S>
-concept MapFunction = Dataset<S> && std::copy_constructible<F> &&
-    (detail::IndexedMapFunction<F, S> || std::invocable<const F&, detail::get_result_t<S>>)&&!std::
-        is_void_v<typename detail::map_result<F, S>::type>;
+concept MapFunction = Dataset<S> && std::copy_constructible<F> && detail::CallableOnSamples<F, S> &&
+    detail::ReturnsAValue<F, S>;
 
 /// The samples of `S`, each passed through `F` when read: `get(i)` is `f(inner.get(i), i)`,
 /// or `f(inner.get(i))`. `i` is the index in this dataset (and in `S`), so augmentations
