@@ -23,6 +23,7 @@ export module stoke;
 
 // The core: devices, backends, collectives, staging, errors, counter-based random numbers.
 export namespace stoke {
+using stoke::all_gather;
 using stoke::AnyCollective;
 using stoke::Backend;
 using stoke::Collective;
@@ -38,6 +39,8 @@ using stoke::InputError;
 using stoke::mix64;
 using stoke::philox4x32;
 using stoke::SampleRng;
+using stoke::Shard;
+using stoke::shard_of;
 using stoke::Staged;
 using stoke::stager_t;
 using stoke::StagingBackend;
@@ -138,6 +141,7 @@ using stoke::Checkpoint;
 using stoke::ConstantLr;
 using stoke::CosineLr;
 using stoke::describe;
+using stoke::ElementwiseOptimizer;
 using stoke::encode_safetensors;
 using stoke::EpochMetrics;
 using stoke::FitResult;
@@ -156,6 +160,7 @@ using stoke::SafetensorsFile;
 using stoke::save_checkpoint;
 using stoke::save_safetensors;
 using stoke::Sgd;
+using stoke::shard_state;
 using stoke::stdout_is_terminal;
 using stoke::StepLr;
 using stoke::StepOutput;

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include <stoke/learner.hpp>
@@ -74,11 +75,59 @@ TEST_P(LearnerEquivalence, NDevicesWithBatchBFollowOneDeviceWithBatchNB) {
   ASSERT_GT(split_run.step_losses.size(), 10u);
   expect_near_all(split_run.step_losses, single_run.step_losses, 1e-4f);
   expect_near_all(several.model().parameters(), single.model().parameters(), 1e-4f);
+  // The optimizer step was sharded over the devices; its state, gathered, is the whole one.
+  expect_near_all(several.optimizer().state(), single.optimizer().state(), 1e-4f);
   EXPECT_NEAR(split_run.epochs.back().valid_accuracy, single_run.epochs.back().valid_accuracy,
               1e-9);
 }
 
 INSTANTIATE_TEST_SUITE_P(Devices, LearnerEquivalence, ::testing::Values(2u, 4u));
+
+/// Sgd behind a type that does not say its state is element-wise, so the learner steps the
+/// whole model on every device instead of sharding the step.
+struct ReplicatedSgd {
+  stoke::Sgd inner;
+  void step(std::span<float> parameters, std::span<const float> gradients, float rate) {
+    inner.step(parameters, gradients, rate);
+  }
+  std::vector<float> state() const { return inner.state(); }
+  void load_state(std::span<const float> state) { inner.load_state(state); }
+};
+static_assert(stoke::Optimizer<ReplicatedSgd> && !stoke::ElementwiseOptimizer<ReplicatedSgd>);
+
+TEST(Learner, ShardedAndReplicatedOptimizerStepsAgree) {
+  const ToyImages train(600), valid(100, 9);
+  auto sharded = make_learner(3, {.epochs = 2, .log = nullptr});
+  const auto sharded_run = sharded.fit(loader_for(train, 8, 2), valid_loader_for(valid));
+  stoke::Learner<Backend, stoke::Mlp, ReplicatedSgd, stoke::ConstantLr> replicated(
+      stoke::Mlp({kPixels, 12, kClasses}, 3), ReplicatedSgd{stoke::Sgd(0.1f, 0.9f)},
+      stoke::ConstantLr{0.1f}, Backend::devices(3), {.epochs = 2, .log = nullptr});
+  const auto replicated_run = replicated.fit(loader_for(train, 8, 2), valid_loader_for(valid));
+  EXPECT_EQ(sharded_run.step_losses, replicated_run.step_losses);  // bit for bit
+  EXPECT_TRUE(std::ranges::equal(sharded.model().parameters(), replicated.model().parameters()));
+  EXPECT_EQ(sharded.optimizer().state(), replicated.optimizer().inner.state());
+}
+
+TEST(Learner, AdamShardedOverThreeDevicesFollowsOneDevice) {
+  const ToyImages train(960), valid(100, 9);
+  using AdamLearner = stoke::Learner<Backend, stoke::Mlp, stoke::Adam, stoke::ConstantLr>;
+  const auto make = [](std::size_t devices) {
+    return AdamLearner(stoke::Mlp({kPixels, 12, kClasses}, 3), stoke::Adam{},
+                       stoke::ConstantLr{0.01f}, Backend::devices(devices),
+                       {.epochs = 2, .log = nullptr});
+  };
+  auto several = make(3);  // 3 does not divide the parameter count: shards differ in size
+  const auto split_run = several.fit(loader_for(train, 8, 6), valid_loader_for(valid));
+  auto single = make(1);
+  const auto single_run = single.fit(loader_for(train, 24, 6), valid_loader_for(valid));
+  expect_near_all(split_run.step_losses, single_run.step_losses, 1e-4f);
+  expect_near_all(several.model().parameters(), single.model().parameters(), 1e-4f);
+  const std::size_t parameters = several.model().parameters().size();
+  ASSERT_NE(parameters % 3, 0u);
+  ASSERT_EQ(several.optimizer().state().size(), 2 + 2 * parameters);
+  EXPECT_EQ(several.optimizer().steps(), single.optimizer().steps());
+  expect_near_all(several.optimizer().state(), single.optimizer().state(), 1e-3f);
+}
 
 TEST(Learner, LearnsTheToyProblem) {
   const ToyImages train(2000), valid(400, 9);

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>
 #include <stoke/learner/optim/sgd.hpp>
+#include <stoke/learner/optim/shard_state.hpp>
 
 namespace {
 
@@ -22,6 +24,7 @@ using ::testing::Pointwise;
 
 static_assert(stoke::Optimizer<stoke::Sgd>);
 static_assert(stoke::Optimizer<stoke::Adam>);
+static_assert(stoke::ElementwiseOptimizer<stoke::Sgd> && stoke::ElementwiseOptimizer<stoke::Adam>);
 static_assert(stoke::LrSchedule<stoke::ConstantLr>);
 static_assert(stoke::LrSchedule<stoke::StepLr>);
 static_assert(stoke::LrSchedule<stoke::CosineLr>);
@@ -166,6 +169,55 @@ TEST(CosineLr, WithoutWarmupStartsAtBase) {
   EXPECT_FLOAT_EQ(lr(0), 1.0f);
   EXPECT_FLOAT_EQ(lr(2), 0.5f);
   EXPECT_EQ(lr(4), 0.0f);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(ShardState, SteppingTheShardsAloneGivesTheWholeStep) {
+  const std::vector<float> grads2{0.25f, 1.5f, -0.75f, 2.0f, -1.0f};
+  const std::vector<float> start{1.0f, -2.0f, 0.5f, 3.0f, -0.25f};
+  stoke::Adam whole(0.9f, 0.99f, 1e-6f, 0.05f);
+  auto p = start;
+  whole.step(p, grads2, 0.1f);
+  const std::vector<float> state_after_one = whole.state();
+  auto q = p;
+  whole.step(p, grads2, 0.05f);
+  // Two shards (2 + 3 parameters), each with its cut of the state, take the same second step.
+  for (std::size_t part = 0; part < 2; ++part) {
+    const stoke::Shard shard = stoke::shard_of(5, part, 2);
+    stoke::Adam alone(0.9f, 0.99f, 1e-6f, 0.05f);
+    alone.load_state(stoke::shard_state<stoke::Adam>(state_after_one, 5, shard));
+    alone.step(std::span(q).subspan(shard.begin, shard.size()),
+               std::span(grads2).subspan(shard.begin, shard.size()), 0.05f);
+    EXPECT_EQ(alone.steps(), 2u);
+  }
+  // Within rounding: the packet square root may differ from the scalar one in the last bit.
+  EXPECT_THAT(q, Pointwise(testing::FloatNear(1e-6f), p));
+  EXPECT_NE(q, start);
+}
+
+TEST(ShardState, CutsTheHeaderAndEveryArray) {
+  // Adam: {steps low, steps high, m0..m3, v0..v3}.
+  const std::vector<float> state{7, 0, 10, 11, 12, 13, 20, 21, 22, 23};
+  EXPECT_EQ(stoke::shard_state<stoke::Adam>(state, 4, {.begin = 1, .end = 3}),
+            (std::vector<float>{7, 0, 11, 12, 21, 22}));
+  // Sgd: the velocity alone; an optimizer that has not stepped has the header alone.
+  EXPECT_EQ(stoke::shard_state<stoke::Sgd>(std::vector<float>{1, 2, 3}, 3, {.begin = 2, .end = 3}),
+            (std::vector<float>{3}));
+  EXPECT_EQ(stoke::shard_state<stoke::Adam>(std::vector<float>{0, 0}, 4, {.begin = 0, .end = 2}),
+            (std::vector<float>{0, 0}));
+}
+
+TEST(ShardState, RefusesAStateOfTheWrongSizeNamingTheSizes) {
+  try {
+    (void)stoke::shard_state<stoke::Adam>(std::vector<float>(9), 4, {.begin = 0, .end = 2});
+    FAIL() << "expected std::invalid_argument";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_THAT(e.what(), HasSubstr("state of 9 floats"));
+    EXPECT_THAT(e.what(), HasSubstr("2 + 2 x 4 parameters"));
+  }
 }
 
 }  // namespace

@@ -66,6 +66,7 @@ static_assert(stoke::mix64(0) == 0 && stoke::mix64(1) != 1);
 static_assert(stoke::philox4x32({0, 0, 0, 0}, {0, 0}) ==
               std::array<std::uint32_t, 4>{0x6627e8d5, 0xe169c58d, 0xbc57ac4c, 0x9b00dbd8});
 static_assert(stoke::Optimizer<stoke::Sgd> && stoke::Optimizer<stoke::Adam>);
+static_assert(stoke::ElementwiseOptimizer<stoke::Sgd> && stoke::ElementwiseOptimizer<stoke::Adam>);
 static_assert(stoke::LrSchedule<stoke::ConstantLr> && stoke::LrSchedule<stoke::StepLr> &&
               stoke::LrSchedule<stoke::CosineLr>);
 static_assert(stoke::TrainStep<stoke::Mlp, stoke::Mlp::BatchType>);
@@ -142,6 +143,11 @@ void core() {
   std::vector<float> values{1.0f, 2.0f};
   collective.all_reduce_sum(0, values);
   CHECK(collective.size() == 1 && values[1] == 2.0f);
+  collective.all_gather(0, values);
+  stoke::cpu::SharedMemoryCollective shared(1);
+  stoke::all_gather(shared, 0, values);
+  CHECK(values[0] == 1.0f && stoke::shard_of(10, 1, 2).begin == 5);
+  CHECK((stoke::Shard{.begin = 2, .end = 5}).size() == 3);
   CHECK(CpuBackend::make_collective(CpuBackend::devices(2))->size() == 2);
 
   try {
@@ -295,6 +301,9 @@ void cpu() {
   const stoke::cpu::Tensor<double> stacked =
       stoke::cpu::StackBatcher<double>{.scale = 2.0}.batch(std::vector<int>{1, 2}, CpuDevice{});
   CHECK(stacked.values()[1] == 4.0);
+  const stoke::cpu::BufferPool pool(2);
+  { const stoke::cpu::HostBuffer buffer = pool.acquire(16); }
+  CHECK(pool.free_buffers() == 1 && pool.capacity() == 2);
   stoke::cpu::SharedMemoryCollective collective(1);
   collective.abort();
 }
@@ -355,6 +364,7 @@ void learner(const std::filesystem::path& dir) {
   stoke::Sgd sgd(0.1f);
   sgd.step(parameters, gradients);
   CHECK(adam.steps() == 1 && parameters[0] < 0.85f);
+  CHECK(stoke::shard_state<stoke::Adam>(adam.state(), 1, {.begin = 0, .end = 1}).size() == 4);
   CHECK(stoke::StepLr{.base = 1.0f, .gamma = 0.5f, .step_size = 1}(2) == 0.25f);
   CHECK(stoke::CosineLr{.base = 1.0f, .total_steps = 10}(10) == 0.0f);
   stoke::StepOutput sums{.loss_sum = 1.0, .correct = 1, .count = 2};

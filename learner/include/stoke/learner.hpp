@@ -12,6 +12,7 @@
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>
 #include <stoke/learner/optim/sgd.hpp>
+#include <stoke/learner/optim/shard_state.hpp>
 #include <stoke/learner/options.hpp>
 #include <stoke/learner/parameter_layout.hpp>
 #include <stoke/learner/train_step.hpp>

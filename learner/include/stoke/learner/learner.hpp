@@ -25,6 +25,7 @@
 #include <stoke/learner/metrics.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>
+#include <stoke/learner/optim/shard_state.hpp>
 #include <stoke/learner/options.hpp>
 #include <stoke/learner/train_step.hpp>
 
@@ -48,6 +49,11 @@ struct FitResult {
 ///   same steps as one device with batch N*b.
 /// - Identical replicas: the same reduced gradient and the same optimizer on every device;
 ///   after every epoch a checksum of every replica is compared and a divergence throws.
+/// - Sharded optimizer step: with an `ElementwiseOptimizer` on several devices, device `k`
+///   steps only its shard `shard_of(parameters, k, devices)` (with the optimizer state of
+///   that shard alone), and the shards are all-gathered, so each device does 1/N of the
+///   optimizer's work; the steps are the same as the whole step on every device (ZeRO's
+///   stage 1). Checkpoints and `optimizer()` hold the whole state, gathered from the shards.
 /// - Failures stop everything: an exception on one device (a `DataError` from its loader, a
 ///   model error) aborts the collective, every thread ends, and `fit` rethrows that error.
 template <CollectiveBackend B, class Model, Optimizer Optim, LrSchedule Schedule>
@@ -66,6 +72,8 @@ class Learner {
 
   /// The trained model (replica 0).
   [[nodiscard]] const Model& model() const noexcept { return model_; }
+  /// The optimizer with its whole state (after `fit`, as replica 0 would hold it unsharded).
+  [[nodiscard]] const Optim& optimizer() const noexcept { return optimizer_; }
   /// The devices trained on.
   [[nodiscard]] const std::vector<device_t<B>>& devices() const noexcept { return devices_; }
   /// The checkpoint file in `options.checkpoint_dir`.
@@ -106,6 +114,16 @@ class Learner {
     run.train = split(train, devices_);
     run.valid = split(valid, devices_);
     std::vector<Replica> replicas(devices_.size(), Replica{model_, optimizer_});
+    if constexpr (ElementwiseOptimizer<Optim>) {
+      if (sharded()) {  // each replica's optimizer holds the state of its shard alone
+        const std::size_t parameters = model_.parameters().size();
+        const std::vector<float> whole = optimizer_.state();
+        for (std::size_t d = 0; d < devices_.size(); ++d) {
+          replicas[d].optimizer.load_state(
+              shard_state<Optim>(whole, parameters, shard_of(parameters, d, devices_.size())));
+        }
+      }
+    }
 
     std::vector<std::thread> threads;
     for (std::size_t d = 0; d < devices_.size(); ++d) {
@@ -151,6 +169,16 @@ class Learner {
     std::exception_ptr error;
   };
 
+  /// Whether the optimizer step is sharded over the devices.
+  [[nodiscard]] bool sharded() const noexcept {
+    return ElementwiseOptimizer<Optim> && devices_.size() > 1;
+  }
+
+  /// Whether checkpoints are written.
+  [[nodiscard]] bool checkpointing() const noexcept {
+    return !options_.checkpoint_dir.empty() && options_.write_checkpoints;
+  }
+
   static double seconds_since(Clock::time_point start) {
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
@@ -164,6 +192,9 @@ class Learner {
     const std::size_t parameters = replica.model.parameters().size();
     std::vector<float> reduced(parameters + 3);  // gradient sums, loss sum, count, correct
     const auto gradients = std::span(reduced).first(parameters);
+    // The parameters this device's optimizer steps: all of them, or its shard.
+    const Shard own = sharded() ? shard_of(parameters, d, devices) : Shard{0, parameters};
+    const auto own_gradients = gradients.subspan(own.begin, own.size());
     std::size_t global_step = run.first_step;
 
     for (std::size_t epoch = run.first_epoch; epoch < options_.epochs; ++epoch) {
@@ -190,8 +221,11 @@ class Learner {
         learning_rate = schedule_(global_step);
         if (step.count > 0) {
           const float scale = 1.0f / static_cast<float>(step.count);
-          for (float& g : gradients) g *= scale;
-          replica.optimizer.step(replica.model.parameters(), gradients, learning_rate);
+          for (float& g : own_gradients) g *= scale;
+          const std::span<float> weights = replica.model.parameters();
+          replica.optimizer.step(weights.subspan(own.begin, own.size()), own_gradients,
+                                 learning_rate);
+          if (sharded()) collective.all_gather(d, weights);
         }
         sums += step;
         ++global_step;
@@ -200,10 +234,6 @@ class Learner {
               step.count > 0 ? static_cast<float>(step.loss_sum / static_cast<double>(step.count))
                              : 0.0f);
           run.result->global_step = global_step;
-          if (options_.checkpoint_every_steps != 0 &&
-              global_step % options_.checkpoint_every_steps == 0) {
-            checkpoint(replica, TrainingProgress{epoch, global_step, loader.state(), sums});
-          }
           if (options_.live_progress && options_.log != nullptr) {
             *options_.log << fmt::format("\repoch {}/{} step {}/{} loss {:.4f}   ", epoch + 1,
                                          options_.epochs, step_in_epoch + 1, steps,
@@ -212,8 +242,16 @@ class Learner {
                           << std::flush;
           }
         }
+        if (checkpointing() && options_.checkpoint_every_steps != 0 &&
+            global_step % options_.checkpoint_every_steps == 0) {
+          const std::vector<float> state = whole_optimizer_state(collective, replica, d);
+          if (d == 0) {
+            checkpoint(replica, state, TrainingProgress{epoch, global_step, loader.state(), sums});
+          }
+        }
         if (options_.stop_after_steps != 0 && global_step >= options_.stop_after_steps) {
           if (d == 0) run.result->stopped_early = true;
+          finish(collective, replica, d);
           return;
         }
         waited = Clock::now();
@@ -241,6 +279,8 @@ class Learner {
                                  " diverged from device 0 in epoch " + std::to_string(epoch));
         }
       }
+      const std::vector<float> state =
+          checkpointing() ? whole_optimizer_state(collective, replica, d) : std::vector<float>{};
       if (d != 0) continue;
 
       EpochMetrics metrics;
@@ -268,8 +308,43 @@ class Learner {
         if (options_.live_progress) *options_.log << '\r';
         *options_.log << describe(metrics, options_.epochs) << std::endl;
       }
-      checkpoint(replica, TrainingProgress{epoch + 1, global_step, loader.state(), {}});
+      if (checkpointing()) {
+        checkpoint(replica, state, TrainingProgress{epoch + 1, global_step, loader.state(), {}});
+      }
     }
+    finish(collective, replica, d);
+  }
+
+  /// The whole optimizer state: replica `d`'s own, or, when sharded, the header (the same on
+  /// every device) and every per-parameter array all-gathered from the devices' shards.
+  /// Every device calls it at the same point.
+  std::vector<float> whole_optimizer_state(AnyCollective& collective, const Replica& replica,
+                                           std::size_t d) const {
+    std::vector<float> state = replica.optimizer.state();
+    if constexpr (ElementwiseOptimizer<Optim>) {
+      constexpr std::size_t header = Optim::state_header;
+      if (!sharded() || state.size() == header) return state;  // not sharded, or not stepped
+      const std::size_t parameters = replica.model.parameters().size();
+      const Shard own = shard_of(parameters, d, devices_.size());
+      std::vector<float> whole(header + Optim::state_arrays * parameters, 0.0f);
+      std::copy_n(state.begin(), header, whole.begin());
+      for (std::size_t a = 0; a < Optim::state_arrays; ++a) {
+        const auto array = std::span(whole).subspan(header + a * parameters, parameters);
+        std::copy_n(state.begin() + static_cast<std::ptrdiff_t>(header + a * own.size()),
+                    own.size(), array.begin() + static_cast<std::ptrdiff_t>(own.begin));
+        collective.all_gather(d, array);
+      }
+      return whole;
+    }
+    return state;
+  }
+
+  /// The end of training on device `d`: replica 0's optimizer gets the whole state, which
+  /// `fit` keeps.
+  void finish(AnyCollective& collective, Replica& replica, std::size_t d) const {
+    if (!sharded()) return;
+    const std::vector<float> whole = whole_optimizer_state(collective, replica, d);
+    if (d == 0) replica.optimizer.load_state(whole);
   }
 
   /// A checksum of a replica's parameters (sums with position weights, so swaps count).
@@ -281,9 +356,9 @@ class Learner {
     return static_cast<float>(sum);
   }
 
-  void checkpoint(Replica& replica, const TrainingProgress& progress) const {
-    if (options_.checkpoint_dir.empty() || !options_.write_checkpoints) return;
-    const std::vector<float> state = replica.optimizer.state();
+  /// Writes the checkpoint of `replica` with the whole optimizer `state` (device 0 only).
+  void checkpoint(Replica& replica, std::span<const float> state,
+                  const TrainingProgress& progress) const {
     save_checkpoint(checkpoint_path(), replica.model, replica.model.parameters(), state, progress);
   }
 

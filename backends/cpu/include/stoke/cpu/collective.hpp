@@ -3,22 +3,25 @@
 /// `cpu::SharedMemoryCollective`: all_reduce between CPU devices (threads of one process).
 
 #include <algorithm>
-#include <condition_variable>
+#include <array>
+#include <atomic>
 #include <cstddef>
-#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include <stoke/core/collective.hpp>
 #include <stoke/core/error.hpp>
 
 namespace stoke::cpu {
 
-/// Sums buffers across participants that share memory. Each call is a reduce-scatter then an
-/// all-gather: participant `k` sums slice `k` of every buffer into a shared result, then each
-/// copies the whole result back, so the work is spread over all participants' threads.
-/// The summation order is fixed (participant 0, 1, ...), so results are deterministic.
+/// Sums buffers across participants that share memory, in place. Participant `k` owns slice
+/// `k` of the buffers: it sums that slice of every participant's buffer (in the fixed order
+/// participant 0, 1, ...) and writes the sum back into every buffer. So the work is spread
+/// over all participants' threads, no element is read or written by two of them, results are
+/// deterministic, and a call costs two barriers: one to publish the buffers, one to finish.
 class SharedMemoryCollective {
  public:
   /// A collective of `participants` threads.
@@ -32,72 +35,105 @@ class SharedMemoryCollective {
 
   /// Replaces every `values` by the element-wise sum over all participants.
   void all_reduce_sum(std::size_t participant, std::span<float> values) {
-    if (participant >= participants_) {
-      throw std::invalid_argument("stoke: participant " + std::to_string(participant) +
-                                  " of a collective of " + std::to_string(participants_));
-    }
+    check_participant(participant);
     if (participants_ == 1) return;
-    buffers_[participant] = values;
-    arrive();  // every buffer is published
-    if (participant == 0) {
+    publish(participant, values);
+    const Shard own = shard_of(values.size(), participant, participants_);
+    constexpr std::size_t kBlock = 1024;  // a block of sums stays in L1 between the passes
+    std::array<float, kBlock> sums;
+    for (std::size_t block = own.begin; block < own.end; block += kBlock) {
+      const std::size_t count = std::min(kBlock, own.end - block);
+      std::copy_n(buffers_[0].data() + block, count, sums.data());
       for (std::size_t k = 1; k < participants_; ++k) {
-        if (buffers_[k].size() != values.size()) {
-          abort();
-          throw Error("stoke: all_reduce: participant " + std::to_string(k) + " has " +
-                      std::to_string(buffers_[k].size()) + " values, participant 0 has " +
-                      std::to_string(values.size()));
-        }
+        const float* source = buffers_[k].data() + block;
+        for (std::size_t i = 0; i < count; ++i) sums[i] += source[i];
       }
-      result_.assign(values.size(), 0.0f);
+      for (std::size_t k = 0; k < participants_; ++k) {
+        std::copy_n(sums.data(), count, buffers_[k].data() + block);
+      }
     }
-    arrive();  // sizes checked, result sized
-    const std::size_t length = values.size();
-    const std::size_t begin = length * participant / participants_;
-    const std::size_t end = length * (participant + 1) / participants_;
+    arrive();  // every slice is written back: buffers may be reused
+  }
+
+  /// See `stoke::all_gather`: every participant copies the other participants' shards of
+  /// their buffers into its own (each writes only its own buffer, outside its own shard).
+  void all_gather(std::size_t participant, std::span<float> values) {
+    check_participant(participant);
+    if (participants_ == 1) return;
+    publish(participant, values);
     for (std::size_t k = 0; k < participants_; ++k) {
-      const float* source = buffers_[k].data();
-      for (std::size_t i = begin; i < end; ++i) result_[i] += source[i];
+      if (k == participant) continue;
+      const Shard shard = shard_of(values.size(), k, participants_);
+      std::copy_n(buffers_[k].data() + shard.begin, shard.size(), values.data() + shard.begin);
     }
-    arrive();  // the result is complete
-    std::copy(result_.begin(), result_.end(), values.begin());
-    arrive();  // everyone copied: buffers and result may be reused
+    arrive();  // every shard is copied: buffers may be reused
   }
 
   /// Wakes every waiting participant with an error; later calls fail at once.
   void abort() {
-    {
-      std::lock_guard lock(mutex_);
-      aborted_ = true;
-    }
-    changed_.notify_all();
+    generation_.fetch_or(kAborted);
+    generation_.notify_all();
   }
 
  private:
-  /// A reusable barrier over all participants that fails once aborted.
-  void arrive() {
-    std::unique_lock lock(mutex_);
-    if (aborted_) throw Error("stoke: all_reduce was aborted by another participant");
-    const std::size_t generation = generation_;
-    if (++arrived_ == participants_) {
-      arrived_ = 0;
-      ++generation_;
-      changed_.notify_all();
-      return;
-    }
-    changed_.wait(lock, [&] { return generation_ != generation || aborted_; });
-    if (generation_ == generation) {
-      throw Error("stoke: all_reduce was aborted by another participant");
+  /// Throws `std::invalid_argument` unless `participant` is one of this collective's.
+  void check_participant(std::size_t participant) const {
+    if (participant >= participants_) {
+      throw std::invalid_argument("stoke: participant " + std::to_string(participant) +
+                                  " of a collective of " + std::to_string(participants_));
     }
   }
 
+  /// Publishes `values` as `participant`'s buffer and waits for every participant's; throws
+  /// (in every participant alike) if the lengths differ.
+  void publish(std::size_t participant, std::span<float> values) {
+    buffers_[participant] = values;
+    arrive();
+    for (std::size_t k = 0; k < participants_; ++k) {
+      if (buffers_[k].size() != buffers_[0].size()) {
+        abort();
+        throw Error("stoke: collective: participant " + std::to_string(k) + " has " +
+                    std::to_string(buffers_[k].size()) + " values, participant 0 has " +
+                    std::to_string(buffers_[0].size()));
+      }
+    }
+  }
+
+  /// A reusable barrier over all participants that fails once aborted. A waiter spins
+  /// briefly (a step's participants usually arrive within microseconds of each other), then
+  /// sleeps on the generation counter. A completed barrier adds 2 to the counter, `abort`
+  /// sets its lowest bit, so a waiter tells the two apart.
+  void arrive() {
+    const std::size_t seen = generation_.load();
+    if ((seen & kAborted) != 0) throw aborted();
+    if (arrived_.fetch_add(1) + 1 == participants_) {
+      arrived_.store(0);
+      generation_.fetch_add(2);
+      generation_.notify_all();
+      return;
+    }
+    for (int spin = 0; spin < kSpins && generation_.load() == seen; ++spin) {
+      std::this_thread::yield();
+    }
+    std::size_t now = generation_.load();
+    while (now == seen) {
+      generation_.wait(seen);
+      now = generation_.load();
+    }
+    if ((now | kAborted) == (seen | kAborted)) throw aborted();  // only the abort bit changed
+  }
+
+  static Error aborted() {
+    return Error("stoke: the collective was aborted by another participant");
+  }
+
+  static constexpr int kSpins = 64;
+  static constexpr std::size_t kAborted = 1;
+
   std::size_t participants_;
   std::vector<std::span<float>> buffers_;
-  std::vector<float> result_;
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  std::size_t arrived_ = 0;
-  std::size_t generation_ = 0;
-  bool aborted_ = false;
+  std::atomic<std::size_t> arrived_ = 0;
+  std::atomic<std::size_t> generation_ = 0;
 };
 
 }  // namespace stoke::cpu

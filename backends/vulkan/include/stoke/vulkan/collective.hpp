@@ -43,6 +43,12 @@ class HostStagedCollective {
     host_.all_reduce_sum(participant, values);
   }
 
+  /// See `stoke::all_gather`: every participant's host `values` gets every participant's
+  /// shard.
+  void all_gather(std::size_t participant, std::span<float> values) {
+    host_.all_gather(participant, values);
+  }
+
   /// Replaces every participant's device buffer of floats (on its own device) by the
   /// element-wise sum over all of them; returns when the sum is in `values`.
   void all_reduce_sum(std::size_t participant, Buffer& values) {

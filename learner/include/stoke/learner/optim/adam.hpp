@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
@@ -18,13 +20,18 @@ namespace stoke {
 /// PyTorch's `AdamW`: at step `t` (from 1), `p *= 1 - lr * weight_decay`,
 /// `m = beta1 m + (1 - beta1) g`, `v = beta2 v + (1 - beta2) g^2`,
 /// `p -= lr * (m / (1 - beta1^t)) / (sqrt(v / (1 - beta2^t)) + epsilon)`.
-/// Satisfies `Optimizer`.
+/// Satisfies `ElementwiseOptimizer`.
 class Adam {
  public:
   /// An optimizer with the given moment decay rates, epsilon and decoupled weight decay.
   explicit Adam(float beta1 = 0.9f, float beta2 = 0.999f, float epsilon = 1e-8f,
                 float weight_decay = 0.0f) noexcept
       : beta1_(beta1), beta2_(beta2), epsilon_(epsilon), weight_decay_(weight_decay) {}
+
+  /// Floats of `state()` before the per-parameter arrays (the step count, in two halves).
+  static constexpr std::size_t state_header = 2;
+  /// Per-parameter arrays in `state()`: the first and second moments.
+  static constexpr std::size_t state_arrays = 2;
 
   /// Decay rate of the first moment.
   [[nodiscard]] float beta1() const noexcept { return beta1_; }
@@ -53,14 +60,15 @@ class Adam {
     const auto root_correction2 =
         static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), t)));
     const float decay = 1.0f - learning_rate * weight_decay_;
-    for (std::size_t i = 0; i < n; ++i) {
-      const float g = gradients[i];
-      first_[i] = beta1_ * first_[i] + (1.0f - beta1_) * g;
-      second_[i] = beta2_ * second_[i] + (1.0f - beta2_) * g * g;
-      const float m_hat = first_[i] / correction1;
-      const float v_root = std::sqrt(second_[i]) / root_correction2;
-      parameters[i] = parameters[i] * decay - learning_rate * m_hat / (v_root + epsilon_);
-    }
+    // Whole-array expressions, so the loop is vectorised (sqrt included) and evaluated in
+    // the order of the formula above.
+    const auto size = static_cast<Eigen::Index>(n);
+    Eigen::Map<Eigen::ArrayXf> p(parameters.data(), size), m(first_.data(), size),
+        v(second_.data(), size);
+    const Eigen::Map<const Eigen::ArrayXf> g(gradients.data(), size);
+    m = beta1_ * m + (1.0f - beta1_) * g;
+    v = beta2_ * v + (1.0f - beta2_) * g.square();
+    p = p * decay - learning_rate * (m / correction1) / (v.sqrt() / root_correction2 + epsilon_);
   }
 
   /// The whole state as floats: `{steps % 2^24, steps / 2^24, m..., v...}` (the step count

@@ -6,19 +6,26 @@
 #include <span>
 #include <vector>
 
+#include <Eigen/Core>
+
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
 
 /// Stochastic gradient descent with classic (heavy-ball) momentum, as in PyTorch's `SGD`:
 /// `g' = g + weight_decay * p`, `v = momentum * v + g'`, `p -= learning_rate * v`, with the
-/// velocity `v` starting at zero. Satisfies `Optimizer`.
+/// velocity `v` starting at zero. Satisfies `ElementwiseOptimizer`.
 class Sgd {
  public:
   /// An optimizer with the given base learning rate (used by the two-argument `step`),
   /// momentum and weight decay (added to the gradient, L2-style).
   explicit Sgd(float learning_rate, float momentum = 0.0f, float weight_decay = 0.0f) noexcept
       : learning_rate_(learning_rate), momentum_(momentum), weight_decay_(weight_decay) {}
+
+  /// Floats of `state()` before the per-parameter arrays: none.
+  static constexpr std::size_t state_header = 0;
+  /// Per-parameter arrays in `state()`: the velocity.
+  static constexpr std::size_t state_arrays = 1;
 
   /// The base learning rate given at construction.
   [[nodiscard]] float learning_rate() const noexcept { return learning_rate_; }
@@ -33,11 +40,11 @@ class Sgd {
     detail::check_optimizer_size("Sgd", "gradient buffer", gradients.size(), parameters.size());
     if (velocity_.empty()) velocity_.assign(parameters.size(), 0.0f);
     detail::check_optimizer_size("Sgd", "velocity state", velocity_.size(), parameters.size());
-    for (std::size_t i = 0; i < parameters.size(); ++i) {
-      const float g = gradients[i] + weight_decay_ * parameters[i];
-      velocity_[i] = momentum_ * velocity_[i] + g;
-      parameters[i] -= learning_rate * velocity_[i];
-    }
+    const auto size = static_cast<Eigen::Index>(parameters.size());
+    Eigen::Map<Eigen::ArrayXf> p(parameters.data(), size), v(velocity_.data(), size);
+    const Eigen::Map<const Eigen::ArrayXf> g(gradients.data(), size);
+    v = momentum_ * v + (g + weight_decay_ * p);
+    p -= learning_rate * v;
   }
   /// One update at the base learning rate.
   void step(std::span<float> parameters, std::span<const float> gradients) {

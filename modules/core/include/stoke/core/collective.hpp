@@ -1,8 +1,10 @@
 #pragma once
 /// @file
 /// The `Collective` and `CollectiveBackend` concepts: summing buffers across the devices of
-/// one process (all_reduce), each device calling from its own thread.
+/// one process (all_reduce), each device calling from its own thread; and `all_gather`, which
+/// shares the participants' shards of a buffer.
 
+#include <algorithm>
 #include <concepts>
 #include <cstddef>
 #include <memory>
@@ -30,6 +32,41 @@ concept Collective = requires(C& collective, std::size_t participant, std::span<
   collective.abort();
 };
 
+/// The part of a buffer of `length` elements that participant `part` of `parts` owns in a
+/// sharded operation (`all_gather`, a sharded optimizer step): elements `[begin, end)` with
+/// `begin = length * part / parts`, so the shards are contiguous, in participant order, and
+/// differ in size by at most one.
+struct Shard {
+  std::size_t begin = 0;  ///< first element
+  std::size_t end = 0;    ///< one past the last element
+
+  /// Number of elements.
+  [[nodiscard]] constexpr std::size_t size() const noexcept { return end - begin; }
+};
+
+/// Participant `part`'s shard of a buffer of `length` elements shared by `parts` participants.
+[[nodiscard]] constexpr Shard shard_of(std::size_t length, std::size_t part, std::size_t parts) {
+  return {length * part / parts, length * (part + 1) / parts};
+}
+
+/// Every participant's `values` receives, in each shard `shard_of(values.size(), k, size())`,
+/// participant `k`'s values there: the result of sharded work (each participant updated its
+/// own shard) made whole on every participant. Called once by every participant with buffers
+/// of one length. Uses the collective's own `all_gather` where it has one; otherwise each
+/// participant zeroes what is not its shard and the buffers are summed (adding zeros changes
+/// no bit, so the result is exact either way).
+template <Collective C>
+void all_gather(C& collective, std::size_t participant, std::span<float> values) {
+  if constexpr (requires { collective.all_gather(participant, values); }) {
+    collective.all_gather(participant, values);
+  } else {
+    const Shard own = shard_of(values.size(), participant, collective.size());
+    std::fill(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(own.begin), 0.0f);
+    std::fill(values.begin() + static_cast<std::ptrdiff_t>(own.end), values.end(), 0.0f);
+    collective.all_reduce_sum(participant, values);
+  }
+}
+
 /// A backend whose devices can sum buffers among themselves.
 ///
 /// Requirements: `B::Collective` models `Collective`; `B::make_collective(devices)` returns a
@@ -55,6 +92,10 @@ class AnyCollective {
   void all_reduce_sum(std::size_t participant, std::span<float> values) {
     self_->all_reduce_sum(participant, values);
   }
+  /// See `stoke::all_gather`: every participant gets every participant's shard of `values`.
+  void all_gather(std::size_t participant, std::span<float> values) {
+    self_->all_gather(participant, values);
+  }
   /// See `Collective`: wakes every waiting participant with an error.
   void abort() { self_->abort(); }
 
@@ -63,6 +104,7 @@ class AnyCollective {
     virtual ~Interface() = default;
     virtual std::size_t size() const = 0;
     virtual void all_reduce_sum(std::size_t participant, std::span<float> values) = 0;
+    virtual void all_gather(std::size_t participant, std::span<float> values) = 0;
     virtual void abort() = 0;
   };
   template <class C>
@@ -71,6 +113,9 @@ class AnyCollective {
     std::size_t size() const override { return collective->size(); }
     void all_reduce_sum(std::size_t participant, std::span<float> values) override {
       collective->all_reduce_sum(participant, values);
+    }
+    void all_gather(std::size_t participant, std::span<float> values) override {
+      stoke::all_gather(*collective, participant, values);
     }
     void abort() override { collective->abort(); }
     std::unique_ptr<C> collective;

@@ -55,6 +55,12 @@ class GroupCollective {
     if (local_->size() > 1) local_->all_reduce_sum(participant, values);
   }
 
+  /// See `stoke::all_gather`, over this process's participants only: every rank holds the
+  /// same values, so the ranks need not talk.
+  void all_gather(std::size_t participant, std::span<float> values) {
+    stoke::all_gather(*local_, participant, values);
+  }
+
   /// See `Collective`: wakes this process's waiting participants with an error. Other ranks
   /// are not told: the caller ends the job through `ProcessGroup::abort` (see `run_rank`).
   void abort() { local_->abort(); }
