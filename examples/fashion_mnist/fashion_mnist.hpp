@@ -7,10 +7,46 @@
 #include <filesystem>
 #include <string>
 
+#include <CLI/CLI.hpp>
+
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
 
 namespace fashion_mnist {
+
+/// The command-line settings both examples share.
+struct Flags {
+  std::filesystem::path data = "/usr/share/datasets/fashion-mnist";  ///< the IDX files
+  std::size_t devices = 2;               ///< CPU devices (per rank, with MPI)
+  std::size_t epochs = 10;               ///< epochs to train
+  std::size_t batch_size = 64;           ///< samples per batch per device
+  std::size_t workers = 1;               ///< loader threads per device
+  float learning_rate = 1e-3f;           ///< peak learning rate (Adam)
+  std::uint64_t seed = 7;                ///< seed of the shuffle and the initial weights
+  std::filesystem::path checkpoint_dir;  ///< where checkpoints go (none if empty)
+  std::filesystem::path metrics_csv;     ///< where per-epoch metrics go (none if empty)
+  bool resume = false;                   ///< continue from the checkpoint
+};
+
+/// Adds the shared flags to `app`, writing into `flags`; `devices_help` says what a device
+/// count means for this example.
+inline void add_flags(CLI::App& app, Flags& flags, const std::string& devices_help) {
+  app.add_option("--data", flags.data, "folder with the four IDX files (gzip or not)")
+      ->capture_default_str();
+  app.add_option("--devices", flags.devices, devices_help)->capture_default_str();
+  app.add_option("--epochs", flags.epochs, "epochs to train")->capture_default_str();
+  app.add_option("--batch-size", flags.batch_size, "samples per batch per device")
+      ->capture_default_str();
+  app.add_option("--workers", flags.workers, "loader threads per device")->capture_default_str();
+  app.add_option("--lr", flags.learning_rate, "peak learning rate (Adam)")->capture_default_str();
+  app.add_option("--seed", flags.seed, "seed of the shuffle and the initial weights")
+      ->capture_default_str();
+  app.add_option("--checkpoint-dir", flags.checkpoint_dir,
+                 "write a checkpoint here every epoch (rank 0, with MPI)");
+  app.add_option("--metrics-csv", flags.metrics_csv,
+                 "append per-epoch metrics to this CSV file (rank 0, with MPI)");
+  app.add_flag("--resume", flags.resume, "continue from the checkpoint in --checkpoint-dir");
+}
 
 /// The training and test sets, read from `folder` (gzip or not).
 struct Data {

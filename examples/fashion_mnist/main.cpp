@@ -11,27 +11,12 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"stoke: train an MLP on Fashion-MNIST on several CPU devices"};
-  std::filesystem::path data = "/usr/share/datasets/fashion-mnist";
-  std::size_t devices = 2, epochs = 10, batch_size = 64, workers = 1;
-  float learning_rate = 1e-3f;
-  std::uint64_t seed = 7;
-  std::filesystem::path checkpoint_dir, metrics_csv;
-  bool resume = false;
-  app.add_option("--data", data, "folder with the four IDX files (gzip or not)")
-      ->capture_default_str();
-  app.add_option("--devices", devices, "CPU devices, one thread and replica each")
-      ->capture_default_str();
-  app.add_option("--epochs", epochs, "epochs to train")->capture_default_str();
-  app.add_option("--batch-size", batch_size, "samples per batch per device")->capture_default_str();
-  app.add_option("--workers", workers, "loader threads per device")->capture_default_str();
-  app.add_option("--lr", learning_rate, "peak learning rate (Adam)")->capture_default_str();
-  app.add_option("--seed", seed, "seed of the shuffle and the initial weights")
-      ->capture_default_str();
-  app.add_option("--checkpoint-dir", checkpoint_dir, "write a checkpoint here every epoch");
-  app.add_option("--metrics-csv", metrics_csv, "append per-epoch metrics to this CSV file");
-  app.add_flag("--resume", resume, "continue from the checkpoint in --checkpoint-dir");
+  fashion_mnist::Flags flags;
+  fashion_mnist::add_flags(app, flags, "CPU devices, one thread and replica each");
   CLI11_PARSE(app, argc, argv);
 
+  const auto& [data, devices, epochs, batch_size, workers, learning_rate, seed, checkpoint_dir,
+               metrics_csv, resume] = flags;
   try {
     const fashion_mnist::Data data_sets = fashion_mnist::load(data);
     auto train = fashion_mnist::train_loader(data_sets, batch_size, seed, workers);

@@ -28,30 +28,16 @@ int main(int argc, char** argv) {
   // --8<-- [end:group]
 
   CLI::App app{"stoke: train an MLP on Fashion-MNIST on several processes (mpirun -np N)"};
-  std::filesystem::path data = "/usr/share/datasets/fashion-mnist";
-  std::size_t devices = 1, epochs = 10, batch_size = 64, workers = 1;
+  fashion_mnist::Flags flags;
+  flags.devices = 1;
+  fashion_mnist::add_flags(app, flags, "CPU devices per rank, one thread and replica each");
   std::size_t checkpoint_every_steps = 0, stop_after_steps = 0;
-  float learning_rate = 1e-3f;
-  std::uint64_t seed = 7;
-  std::filesystem::path checkpoint_dir, metrics_csv;
-  bool resume = false;
-  app.add_option("--data", data, "folder with the four IDX files (gzip or not)")
-      ->capture_default_str();
-  app.add_option("--devices", devices, "CPU devices per rank, one thread and replica each")
-      ->capture_default_str();
-  app.add_option("--epochs", epochs, "epochs to train")->capture_default_str();
-  app.add_option("--batch-size", batch_size, "samples per batch per device")->capture_default_str();
-  app.add_option("--workers", workers, "loader threads per device")->capture_default_str();
-  app.add_option("--lr", learning_rate, "peak learning rate (Adam)")->capture_default_str();
-  app.add_option("--seed", seed, "seed of the shuffle and the initial weights")
-      ->capture_default_str();
-  app.add_option("--checkpoint-dir", checkpoint_dir, "rank 0 writes a checkpoint here every epoch");
   app.add_option("--checkpoint-every-steps", checkpoint_every_steps,
                  "also checkpoint every N steps (0: at epoch ends only)");
   app.add_option("--stop-after-steps", stop_after_steps, "stop after N steps, as a crash would");
-  app.add_option("--metrics-csv", metrics_csv, "rank 0 appends per-epoch metrics to this CSV file");
-  app.add_flag("--resume", resume, "continue from the checkpoint in --checkpoint-dir");
   CLI11_PARSE(app, argc, argv);
+  const auto& [data, devices, epochs, batch_size, workers, learning_rate, seed, checkpoint_dir,
+               metrics_csv, resume] = flags;
 
   // An exception on one rank ends the job on every rank with its message (MPI_Abort), so no
   // rank waits forever for a rank that failed.
