@@ -27,6 +27,8 @@
 #include <stoke/core/error.hpp>
 #include <stoke/core/staging.hpp>
 
+#include "manual_fence.hpp"
+
 namespace stoke::testing::delayed {
 
 // --8<-- [start:device]
@@ -63,48 +65,7 @@ inline Settings& settings() {
 }
 
 /// Signalled by the copy engine, with an error message when the copy failed.
-class Fence {
- public:
-  /// Already signalled.
-  Fence() = default;
-  /// Not signalled yet.
-  static Fence pending() {
-    Fence fence;
-    fence.state_ = std::make_shared<State>();
-    return fence;
-  }
-  /// Whether the copy has finished, without blocking.
-  [[nodiscard]] bool ready() const {
-    if (!state_) return true;
-    std::lock_guard lock(state_->mutex);
-    return state_->done;
-  }
-  /// Blocks until the copy has finished; throws `stoke::Error` if it failed.
-  void wait() const {
-    if (!state_) return;
-    std::unique_lock lock(state_->mutex);
-    state_->changed.wait(lock, [&] { return state_->done; });
-    if (!state_->error.empty()) throw Error(state_->error);
-  }
-  /// Signals, with `error` if the copy failed.
-  void signal(std::string error = {}) const {
-    {
-      std::lock_guard lock(state_->mutex);
-      state_->done = true;
-      state_->error = std::move(error);
-    }
-    state_->changed.notify_all();
-  }
-
- private:
-  struct State {
-    std::mutex mutex;
-    std::condition_variable changed;
-    bool done = false;
-    std::string error;
-  };
-  std::shared_ptr<State> state_;
-};
+using Fence = stoke::testing::ManualFence;
 
 /// "Device memory": bytes the copy engine fills, and the fence of that copy.
 class Buffer {
