@@ -124,9 +124,11 @@ using stoke::WindowsDataset;
 // The CPU backend.
 export namespace stoke::cpu {
 using stoke::cpu::Backend;
+using stoke::cpu::BufferPool;
 using stoke::cpu::ClassificationBatch;
 using stoke::cpu::ClassificationBatcher;
 using stoke::cpu::Device;
+using stoke::cpu::HostBuffer;
 using stoke::cpu::LabeledImage;
 using stoke::cpu::SharedMemoryCollective;
 using stoke::cpu::StackBatcher;

@@ -39,6 +39,20 @@ TEST(EpochOrder, IsABijectionForSizesAroundPowersOfTwo) {
   }
 }
 
+TEST(EpochOrder, MapsManyPositionsAsOneAtATime) {
+  for (std::size_t size : {0u, 1u, 2u, 7u, 8u, 9u, 300u, 1025u, 4097u, 65537u, 1000000u}) {
+    for (const bool shuffle : {false, true}) {
+      const auto order = shuffle ? stoke::EpochOrder(size, 5, 2) : stoke::EpochOrder(size);
+      std::vector<std::size_t> positions(std::min<std::size_t>(size, 5000));
+      std::iota(positions.begin(), positions.end(), size - positions.size());
+      std::vector<std::size_t> expected(positions.size());
+      for (std::size_t i = 0; i < positions.size(); ++i) expected[i] = order(positions[i]);
+      order.map(positions);
+      ASSERT_EQ(positions, expected) << "size " << size << ", shuffle " << shuffle;
+    }
+  }
+}
+
 TEST(EpochOrder, WithoutShuffleIsTheIdentity) {
   const stoke::EpochOrder order(100);
   EXPECT_FALSE(order.shuffled());

@@ -163,6 +163,25 @@ TEST(Plan, ResumeSkipsTheConsumedPrefixOfThatEpochOnly) {
   EXPECT_EQ(read_positions(plan, 4), iota(0, 10));
 }
 
+TEST(Plan, LocatesARunOfPositionsAsOneAtATime) {
+  Plan plain(10, 4, Remainder::pad);
+  Plan resumed(10, 4, Remainder::drop);
+  resumed.resume_at(0, 3);
+  Plan split(23, 4, Remainder::pad);
+  split.add_slice(1, 22);
+  split.add_part(2, 1);
+  for (const Plan* plan : {&plain, &resumed, &split}) {
+    const auto layout = plan->layout(0);
+    for (std::size_t first = 0; first < layout.length; ++first) {
+      std::vector<std::size_t> run(layout.length - first);
+      plan->locate(layout, first, run);
+      for (std::size_t i = 0; i < run.size(); ++i) {
+        ASSERT_EQ(run[i], plan->locate(layout, first + i)) << "first " << first << ", i " << i;
+      }
+    }
+  }
+}
+
 TEST(Plan, EmptyDatasetHasNoBatches) {
   for (const Remainder remainder : {Remainder::partial, Remainder::drop, Remainder::pad}) {
     Plan plan(0, 4, remainder);

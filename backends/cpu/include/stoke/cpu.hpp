@@ -1,8 +1,9 @@
 #pragma once
 /// @file
-/// The CPU backend: logical devices, host tensors on Eigen, batchers.
+/// The CPU backend: logical devices, host tensors on Eigen with recycled storage, batchers.
 
 #include <stoke/cpu/backend.hpp>
+#include <stoke/cpu/buffer_pool.hpp>
 #include <stoke/cpu/classification_batcher.hpp>
 #include <stoke/cpu/collective.hpp>
 #include <stoke/cpu/device.hpp>

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/cpu/buffer_pool.hpp>
 #include <stoke/cpu/classification.hpp>
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/tensor.hpp>
@@ -23,9 +24,12 @@ namespace stoke::cpu {
 ///
 /// Images with a different pixel count than the first, or a label above `INT32_MAX`, are
 /// refused with an `InputError` naming the item; so is a `std` that is zero or not finite.
+/// The storage of `inputs` comes from `pool`, shared by copies of the batcher, and is recycled
+/// once the batch is destroyed.
 struct ClassificationBatcher {
   float mean = 0.0F;  ///< subtracted after scaling bytes to [0, 1]
   float std = 1.0F;   ///< then divided by
+  BufferPool pool{};  ///< where the storage of `inputs` comes from, shared with copies
 
   /// The batch of `items`, on `device`.
   ClassificationBatch batch(std::vector<LabeledImage> items, const Device& device) const {
@@ -39,7 +43,7 @@ struct ClassificationBatcher {
       table[value] = (static_cast<float>(value) / 255.0F - mean) / std;
     }
     const std::size_t pixels = items.empty() ? 0 : items.front().pixels.size();
-    ClassificationBatch out{Tensor<float>({items.size(), pixels}, device), {}};
+    ClassificationBatch out{Tensor<float>::uninitialized({items.size(), pixels}, device, pool), {}};
     out.labels.reserve(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
       const LabeledImage& item = items[i];

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/cpu/buffer_pool.hpp>
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/tensor.hpp>
 
@@ -35,10 +36,14 @@ constexpr Out to_number(V value) noexcept {
 /// - a sample that is a number gives a tensor of shape `{n}`;
 /// - a sample that is a contiguous range of numbers (or bytes) gives shape `{n, length}`;
 ///   samples of different lengths are refused with an `InputError` naming both.
+///
+/// Batch storage comes from `pool`, which copies of the batcher share (a loader's workers
+/// batch with copies): a batch's memory is recycled once the batch is destroyed.
 template <class Out = float>
 struct StackBatcher {
   Out scale = Out{1};   ///< multiplies every element
   Out offset = Out{0};  ///< then added to every element
+  BufferPool pool{};    ///< where batch storage comes from, shared with copies of the batcher
 
   /// The stacked batch, on `device`.
   template <class Item>
@@ -46,15 +51,19 @@ struct StackBatcher {
       (std::ranges::contiguous_range<const Item&>&&
            detail::Number<std::remove_cv_t<std::ranges::range_value_t<const Item&>>>)
           Tensor<Out> batch(std::vector<Item> items, const Device& device) const {
+    // Locals, not members: the output could alias `scale` and `offset` (both `Out`), which
+    // would make the compiler reload them for every element and stall the vector loop.
+    const Out mul = scale;
+    const Out add = offset;
     if constexpr (detail::Number<Item>) {
-      Tensor<Out> out({items.size()}, device);
+      auto out = Tensor<Out>::uninitialized({items.size()}, device, pool);
       for (std::size_t i = 0; i < items.size(); ++i) {
-        out.values()[i] = detail::to_number<Out>(items[i]) * scale + offset;
+        out.values()[i] = detail::to_number<Out>(items[i]) * mul + add;
       }
       return out;
     } else {
       const std::size_t length = items.empty() ? 0 : std::ranges::size(items.front());
-      Tensor<Out> out({items.size(), length}, device);
+      auto out = Tensor<Out>::uninitialized({items.size(), length}, device, pool);
       for (std::size_t i = 0; i < items.size(); ++i) {
         const auto& item = items[i];
         if (std::ranges::size(item) != length) {
@@ -65,7 +74,7 @@ struct StackBatcher {
         auto row = out.row(i);
         auto source = std::ranges::begin(item);
         for (std::size_t k = 0; k < length; ++k) {
-          row[k] = detail::to_number<Out>(source[k]) * scale + offset;
+          row[k] = detail::to_number<Out>(source[k]) * mul + add;
         }
       }
       return out;

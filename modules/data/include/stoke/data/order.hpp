@@ -3,9 +3,11 @@
 /// Epoch order: a keyed bijection from positions to dataset indices, a pure function of
 /// (seed, epoch). O(1) memory and O(1) expected time per position, for any dataset size.
 
+#include <array>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 
 #include <stoke/core/rng.hpp>
 
@@ -52,23 +54,52 @@ class EpochOrder {
     return static_cast<std::size_t>(x);
   }
 
+  /// Replaces every position in `positions` (each `< size()`) by its dataset index, as
+  /// `operator()` would. Faster per position: the network runs over blocks of positions at
+  /// once, whose independent rounds the processor overlaps.
+  void map(std::span<std::size_t> positions) const noexcept {
+    if (!shuffled_) return;
+    std::size_t done = 0;
+    for (; done + kBlock <= positions.size(); done += kBlock) {
+      std::array<std::uint64_t, kBlock> x{};
+      for (std::size_t j = 0; j < kBlock; ++j) x[j] = positions[done + j];
+      encrypt_each(x);
+      for (std::size_t j = 0; j < kBlock; ++j) {
+        while (x[j] >= size_) x[j] = encrypt(x[j]);  // cycle walking, rarely more than once
+        positions[done + j] = static_cast<std::size_t>(x[j]);
+      }
+    }
+    for (; done < positions.size(); ++done) positions[done] = (*this)(positions[done]);
+  }
+
  private:
   static constexpr int kRounds = 6;
+  static constexpr std::size_t kBlock = 8;  ///< positions `map` runs through the network at once
 
   /// One pass of the network over `bits_` bits. Each round xors the high part with a keyed
   /// hash of the low part, then rotates the low part to the top, so the parts trade places
   /// (and sizes, when `bits_` is odd); every round is a bijection, so the pass is one.
   [[nodiscard]] std::uint64_t encrypt(std::uint64_t x) const noexcept {
+    encrypt_each(std::span(&x, 1));
+    return x;
+  }
+
+  /// One pass of the network over each of `values`, round by round for all of them, so the
+  /// rounds of different positions are independent work the processor overlaps.
+  void encrypt_each(std::span<std::uint64_t> values) const noexcept {
     int low_bits = bits_ / 2;
     for (int round = 0; round < kRounds; ++round) {
       const int high_bits = bits_ - low_bits;
-      const std::uint64_t low = x & ((std::uint64_t{1} << low_bits) - 1);
+      const std::uint64_t low_mask = (std::uint64_t{1} << low_bits) - 1;
       const std::uint64_t high_mask = (std::uint64_t{1} << high_bits) - 1;
-      const std::uint64_t high = (x >> low_bits) ^ (mix64(low ^ round_keys_[round]) & high_mask);
-      x = (low << high_bits) | high;
+      const std::uint64_t key = round_keys_[round];
+      for (std::uint64_t& value : values) {
+        const std::uint64_t low = value & low_mask;
+        const std::uint64_t high = (value >> low_bits) ^ (mix64(low ^ key) & high_mask);
+        value = (low << high_bits) | high;
+      }
       low_bits = high_bits;
     }
-    return x;
   }
 
   std::size_t size_ = 0;

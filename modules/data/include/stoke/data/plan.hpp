@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <limits>
+#include <numeric>
+#include <span>
 #include <stdexcept>
 #include <string>
 #include <variant>
@@ -169,6 +171,17 @@ class Plan {
       }
     }
     return layout.offset + q;
+  }
+
+  /// `out[i] = locate(layout, first + i)` for every `i`; a plain loader's positions are
+  /// consecutive, so it fills them without mapping each one through the steps.
+  void locate(const EpochLayout& layout, std::size_t first,
+              std::span<std::size_t> out) const noexcept {
+    if (steps_.empty() && first + out.size() <= layout.sequence_length) {
+      std::iota(out.begin(), out.end(), layout.offset + first);
+      return;
+    }
+    for (std::size_t i = 0; i < out.size(); ++i) out[i] = locate(layout, first + i);
   }
 
  private:

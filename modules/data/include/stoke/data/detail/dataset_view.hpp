@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// What every dataset view shares: the bounds check of `get` and the type `get` returns.
+/// What every dataset view shares: the bounds check of `get`, the type `get` returns, and a
+/// prefetch hint for bulk reads.
 
 #include <cstddef>
 #include <stdexcept>
@@ -26,6 +27,16 @@ inline void check_index(std::size_t index, std::size_t size, std::string_view da
   if (index >= size) [[unlikely]] {
     throw_index_out_of_range(index, size, dataset);
   }
+}
+
+/// Asks the processor to start loading the cache line at `address` (a hint; no effect where the
+/// compiler has no prefetch built-in).
+inline void prefetch(const void* address) noexcept {
+#if defined(__GNUC__) || defined(__clang__)
+  __builtin_prefetch(address);
+#else
+  (void)address;
+#endif
 }
 
 }  // namespace stoke::detail

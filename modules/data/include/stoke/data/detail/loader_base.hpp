@@ -49,6 +49,15 @@ class AnyEpochOrder {
   [[nodiscard]] std::size_t operator()(std::size_t position) const {
     return std::visit([position](const auto& order) { return order(position); }, order_);
   }
+  /// Replaces every position in `positions` by its dataset index.
+  void map(std::span<std::size_t> positions) const {
+    if (const auto* plain = std::get_if<EpochOrder>(&order_)) {
+      plain->map(positions);
+    } else {
+      const auto& sharded = std::get<ShardedEpochOrder>(order_);
+      for (std::size_t& position : positions) position = sharded(position);
+    }
+  }
 
  private:
   std::variant<EpochOrder, ShardedEpochOrder> order_;
@@ -219,9 +228,8 @@ class LoaderBase {
     const std::size_t first = step * b;
     const std::size_t count = std::min(b, layout.length - first);
     std::vector<std::size_t> indices(count);
-    for (std::size_t i = 0; i < count; ++i) {
-      indices[i] = work.order(plan_.locate(layout, first + i));
-    }
+    plan_.locate(layout, first, indices);
+    work.order.map(indices);
     const std::size_t padding = first + count - std::clamp(layout.pad_from, first, first + count);
 
     SampleContext context{options_.seed, layout.epoch, indices, std::nullopt};

@@ -2,6 +2,9 @@
 /// @file
 /// The persistent worker threads of a `MultiThreadLoader` and their bounded reorder window.
 
+#include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
@@ -22,6 +25,9 @@ namespace stoke::detail {
 /// Each result lands in slot `step % depth`; the consumer takes slot after slot, so the
 /// order is the same for any number of workers. Starting a new epoch or cancelling bumps a
 /// generation counter; results of an older generation are discarded.
+///
+/// A consumer that finds its batch not ready yet spins briefly before it sleeps, when recent
+/// waits were short (small batches): a sleep and a wake-up cost more than such a wait.
 template <class Value>
 class WorkerPool {
  public:
@@ -59,6 +65,7 @@ class WorkerPool {
       next_claim_ = 0;
       next_take_ = 0;
       for (auto& slot : slots_) slot.reset();
+      publish();
     }
     work_ready_.notify_all();
     return generation;
@@ -74,7 +81,8 @@ class WorkerPool {
     }
     if (next_take_ >= num_steps_) return std::nullopt;
     auto& slot = slots_[next_take_ % slots_.size()];
-    result_ready_.wait(lock, [&] { return slot.has_value() || generation != generation_; });
+    const auto ready = [&] { return slot.has_value() || generation != generation_; };
+    if (!ready()) wait_for_result(lock, ready);
     if (generation != generation_) {
       throw std::logic_error("stoke: this iter() range was cancelled while it waited for a batch");
     }
@@ -82,7 +90,7 @@ class WorkerPool {
     slot.reset();
     ++next_take_;
     lock.unlock();
-    work_ready_.notify_all();
+    work_ready_.notify_one();  // one slot freed: at most one more step to claim
     if (result.error) std::rethrow_exception(result.error);
     return std::move(result.value);
   }
@@ -96,6 +104,7 @@ class WorkerPool {
       num_steps_ = 0;
       producer_.reset();
       for (auto& slot : slots_) slot.reset();
+      publish();
     }
     work_ready_.notify_all();
   }
@@ -108,6 +117,34 @@ class WorkerPool {
     std::optional<Value> value;
     std::exception_ptr error;
   };
+
+  /// How long a consumer may spin before it sleeps (a wait longer than that is not short).
+  static constexpr std::chrono::nanoseconds max_spin{std::chrono::microseconds(50)};
+
+  /// Waits, `lock` held, until `ready()`: spins (lock released, yielding the processor) for
+  /// up to twice the last wait when that was short, then sleeps on `result_ready_`.
+  /// Remembers how long it waited.
+  template <class Ready>
+  void wait_for_result(std::unique_lock<std::mutex>& lock, const Ready& ready) {
+    const auto start = std::chrono::steady_clock::now();
+    const auto deadline = start + spin_budget_;
+    while (!ready() && std::chrono::steady_clock::now() < deadline) {
+      const std::size_t seen = published_.load(std::memory_order_relaxed);
+      lock.unlock();
+      for (unsigned spins = 0; published_.load(std::memory_order_acquire) == seen; ++spins) {
+        if (spins % 64 == 63 && std::chrono::steady_clock::now() >= deadline) break;
+        std::this_thread::yield();
+      }
+      lock.lock();
+    }
+    result_ready_.wait(lock, ready);
+    const auto waited = std::chrono::steady_clock::now() - start;
+    spin_budget_ = waited < max_spin ? std::min<std::chrono::nanoseconds>(2 * waited, max_spin)
+                                     : std::chrono::nanoseconds::zero();
+  }
+
+  /// Marks that a result landed or the generation changed (a spinning consumer looks).
+  void publish() noexcept { published_.fetch_add(1, std::memory_order_release); }
 
   bool has_claimable_step() const {
     return next_claim_ < num_steps_ && next_claim_ < next_take_ + slots_.size();
@@ -131,6 +168,7 @@ class WorkerPool {
       lock.lock();
       if (generation == generation_) {
         slots_[step % slots_.size()] = std::move(result);
+        publish();
         result_ready_.notify_all();
       }
     }
@@ -147,6 +185,8 @@ class WorkerPool {
   std::size_t next_claim_ = 0;
   std::size_t next_take_ = 0;
   bool stop_ = false;
+  std::atomic<std::size_t> published_ = 0;           ///< bumped by `publish()`
+  std::chrono::nanoseconds spin_budget_ = max_spin;  ///< the consumer's next spin, at most
 };
 
 }  // namespace stoke::detail

@@ -34,9 +34,13 @@ class InMemoryDataset {
   /// Appends copies of the samples at `indices` to `out`, in order. Checks every index
   /// first: on `std::out_of_range` nothing is appended.
   void get_many(std::span<const std::size_t> indices, std::vector<T>& out) const {
-    for (const std::size_t index : indices) detail::check_index(index, size(), "InMemoryDataset");
+    const std::vector<T>& items = *items_;
+    for (const std::size_t index : indices) {
+      detail::check_index(index, items.size(), "InMemoryDataset");
+      detail::prefetch(&items[index]);  // shuffled indices miss the cache: start every load now
+    }
     out.reserve(out.size() + indices.size());
-    for (const std::size_t index : indices) out.push_back((*items_)[index]);
+    for (const std::size_t index : indices) out.push_back(items[index]);
   }
 
   /// All samples, in index order.
