@@ -7,7 +7,8 @@
 //                over 0, 1 or 2 workers and 1 or 2 CPU devices (split, one consumer thread each).
 //   stream_copy: the same bytes read and written by a plain sequential loop, no loader: the
 //                memory-bandwidth limit of the image workload on this machine.
-//   first_batch: a new multithread loader's first batch, and the first batch of a later epoch.
+//   first_batch: a new multithread loader's first batch (with a pool of its own, and with a
+//   pool shared by the loaders), and the first batch of a later epoch.
 //
 // `loader_bench --peak-memory` runs none of them: it runs one image epoch and prints the peak
 // growth of anonymous resident memory against the bound `prefetch depth x batch bytes`
@@ -27,6 +28,7 @@
 #include <fstream>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <stoke/stoke.hpp>
@@ -143,9 +145,9 @@ const stoke::MmapRecordDataset& image_dataset() {
   return data;
 }
 
-auto image_builder(std::size_t workers) {
+auto image_builder(std::size_t workers, stoke::cpu::BufferPool pool = {}) {
   return stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::StackBatcher<float>>(
-             {.scale = image_scale})
+             {.scale = image_scale, .pool = std::move(pool)})
       .batch_size(image_batch)
       .shuffle(7)
       .num_workers(workers)
@@ -230,13 +232,21 @@ BENCHMARK(stream_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
 using Clock = std::chrono::steady_clock;
 
 /// A new multithread image loader (2 workers): build, `iter()`, first batch. Its threads are
-/// joined outside the timed part.
+/// joined outside the timed part. With `shared_pool:0` every loader's batcher has a pool of
+/// its own, so its first batch is written to fresh memory (which the kernel zero-fills on
+/// first touch); with `shared_pool:1` the loaders' batchers share one pool that outlives them
+/// (as a framework making a loader per epoch or per trial would), so it is memory an earlier
+/// loader used.
 void first_batch_new_loader(benchmark::State& state) {
   const auto& data = image_dataset();
+  const stoke::cpu::BufferPool shared;
+  const bool share = state.range(1) != 0;
   for (auto _ : state) {
     const auto start = Clock::now();
     {
-      auto loader = image_builder(static_cast<std::size_t>(state.range(0))).build(data);
+      auto loader = image_builder(static_cast<std::size_t>(state.range(0)),
+                                  share ? shared : stoke::cpu::BufferPool())
+                        .build(data);
       auto range = loader.iter();
       benchmark::DoNotOptimize(range.begin()->data.values().data());
       state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
@@ -244,8 +254,9 @@ void first_batch_new_loader(benchmark::State& state) {
   }
 }
 BENCHMARK(first_batch_new_loader)
-    ->ArgName("workers")
-    ->Arg(2)
+    ->ArgNames({"workers", "shared_pool"})
+    ->Args({2, 0})
+    ->Args({2, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 

@@ -1,10 +1,9 @@
 """Turns the loader figures of one `./scripts/bench` run into ratios, bench/RESULTS.md and a
 plot of throughput against workers.
 
-Inputs, in --results: loader_bench.json and loader_bench_malloc.json (Google Benchmark, median
-aggregates), loader_memory.txt (`loader_bench --peak-memory`) and, after `--peers`, peers.txt
+Inputs, in --results: loader_bench.json (Google Benchmark, median aggregates), loader_memory.txt (`loader_bench --peak-memory`) and, after `--peers`, peers.txt
 (`figure <name>: <value>` lines of bench/peers/). Prints `ratio <name>: <x>` lines for the peer
-comparisons and the malloc-tuned image run (loader_bench's own ratios come from scripts/bench).
+comparisons (loader_bench's own ratios come from scripts/bench).
 """
 
 import argparse
@@ -69,7 +68,6 @@ def main():
     parser.add_argument("--plot", required=True)
     args = parser.parse_args()
     stoke = medians(os.path.join(args.results, "loader_bench.json"))
-    tuned = medians(os.path.join(args.results, "loader_bench_malloc.json"))
     peers = figures(os.path.join(args.results, "peers.txt"))
     memory = figures(os.path.join(args.results, "loader_memory.txt"))
     needed = ["overhead/workers:-1/real_time", "image/workers:2/devices:2/real_time",
@@ -88,20 +86,14 @@ def main():
         for w in (0, 1, 2):
             fig[f"image_samples_per_s/stoke/w{w}/d{d}"] = (
                 IMAGE_SAMPLES / stoke[f"image/workers:{w}/devices:{d}/real_time"])
-    for w in (0, 1, 2):
-        key = f"image/workers:{w}/devices:1/real_time"
-        if key in tuned:
-            fig[f"image_samples_per_s/stoke_malloc_tuned/w{w}/d1"] = IMAGE_SAMPLES / tuned[key]
     fig["image_samples_per_s/stream_copy"] = IMAGE_SAMPLES / stoke["stream_copy/real_time"]
-    fig["first_batch_s/stoke/w2/new"] = stoke["first_batch_new_loader/workers:2/manual_time"]
+    fig["first_batch_s/stoke/w2/new"] = stoke[
+        "first_batch_new_loader/workers:2/shared_pool:0/manual_time"]
     fig["first_batch_s/stoke/w2/new_small"] = stoke[
         "first_batch_new_loader_small/workers:2/manual_time"]
     fig["first_batch_s/stoke/w2/later"] = stoke["first_batch_later_epoch/workers:2/manual_time"]
-    if tuned:
-        fig["first_batch_s/stoke_malloc_tuned/w2/new"] = tuned[
-            "first_batch_new_loader/workers:2/manual_time"]
-        fig["first_batch_s/stoke_malloc_tuned/w2/later"] = tuned[
-            "first_batch_later_epoch/workers:2/manual_time"]
+    fig["first_batch_s/stoke/w2/new_shared_pool"] = stoke[
+        "first_batch_new_loader/workers:2/shared_pool:1/manual_time"]
     fig.update(peers)
 
     # (name, numerator key, denominator key, target text, met(x)); a ratio > 1 favours stoke.
@@ -122,14 +114,10 @@ def main():
          "image_samples_per_s/libtorch/w2", "> 1", lambda x: x > 1),
         ("image_vs_libtorch_w0", "image_samples_per_s/stoke/w0/d1",
          "image_samples_per_s/libtorch/w0", "> 1", lambda x: x > 1),
-        ("image_malloc_tuned_w2_vs_pytorch_w2", "image_samples_per_s/stoke_malloc_tuned/w2/d1",
-         "image_samples_per_s/pytorch/w2", ">= 10", lambda x: x >= 10),
         ("image_w2_vs_stream_copy", "image_samples_per_s/stoke/w2/d1",
          "image_samples_per_s/stream_copy", ">= 0.6", lambda x: x >= 0.6),
         ("image_w0_vs_stream_copy", "image_samples_per_s/stoke/w0/d1",
          "image_samples_per_s/stream_copy", "", None),
-        ("image_malloc_tuned_w2_vs_stream_copy", "image_samples_per_s/stoke_malloc_tuned/w2/d1",
-         "image_samples_per_s/stream_copy", ">= 0.6", lambda x: x >= 0.6),
         ("first_batch_vs_pytorch_w2", "first_batch_s/pytorch/w2/new", "first_batch_s/stoke/w2/new",
          ">= 100", lambda x: x >= 100),
         ("first_batch_small_vs_pytorch_w2", "first_batch_s/pytorch/w2/new_small",
@@ -140,8 +128,8 @@ def main():
          "first_batch_s/stoke/w2/later", "", None),
         ("first_batch_vs_libtorch_w2", "first_batch_s/libtorch/w2/new", "first_batch_s/stoke/w2/new",
          "", None),
-        ("first_batch_malloc_tuned_vs_pytorch_w2", "first_batch_s/pytorch/w2/new",
-         "first_batch_s/stoke_malloc_tuned/w2/new", ">= 100", lambda x: x >= 100),
+        ("first_batch_shared_pool_vs_pytorch_w2", "first_batch_s/pytorch/w2/new",
+         "first_batch_s/stoke/w2/new_shared_pool", ">= 100", lambda x: x >= 100),
     ]
     rows = []
     for name, num, den, target, met in specs:
@@ -167,8 +155,6 @@ def write_plot(fig, path):
     for label, prefix, workers in (
         ("stoke, 1 device", "image_samples_per_s/stoke/w{}/d1", (0, 1, 2)),
         ("stoke, 2 devices (split)", "image_samples_per_s/stoke/w{}/d2", (0, 1, 2)),
-        ("stoke, malloc keeping freed batches", "image_samples_per_s/stoke_malloc_tuned/w{}/d1",
-         (0, 1, 2)),
         ("PyTorch DataLoader", "image_samples_per_s/pytorch/w{}", (0, 2)),
         ("libtorch torch::data", "image_samples_per_s/libtorch/w{}", (0, 2)),
     ):
@@ -226,9 +212,6 @@ def write_markdown(fig, rows, memory, args):
     for w in (0, 1, 2):
         out.append(f"| image, samples/s, {w} worker(s) per device, 2 CPU devices (split) | "
                    f"{fmt(fig, f'image_samples_per_s/stoke/w{w}/d2')} | - | - |")
-    for w in (0, 1, 2):
-        out.append(f"| image, samples/s, {w} worker(s), malloc keeping freed batches | "
-                   f"{fmt(fig, f'image_samples_per_s/stoke_malloc_tuned/w{w}/d1')} | - | - |")
     out.append(f"| image, samples/s, plain streaming copy (1 thread, no loader) | "
                f"{fmt(fig, 'image_samples_per_s/stream_copy')} | - | - |")
     out.append(f"| first batch of a new loader, 2 workers, ms | {fmt(fig, 'first_batch_s/stoke/w2/new', 1e3, 2)}"
@@ -241,9 +224,9 @@ def write_markdown(fig, rows, memory, args):
                f" | {fmt(fig, 'first_batch_s/pytorch/w2/later', 1e3, 1)} (persistent_workers: "
                f"{fmt(fig, 'first_batch_s/pytorch/w2/persistent', 1e3, 1)})"
                f" | {fmt(fig, 'first_batch_s/libtorch/w2/later', 1e3, 2)} |")
-    out.append(f"| first batch, new loader / later epoch, malloc keeping freed batches, ms | "
-               f"{fmt(fig, 'first_batch_s/stoke_malloc_tuned/w2/new', 1e3, 2)} / "
-               f"{fmt(fig, 'first_batch_s/stoke_malloc_tuned/w2/later', 1e3, 2)} | - | - |")
+    out.append(f"| first batch of a new loader, batch storage from a pool the loaders share, 2 "
+               f"workers, ms | {fmt(fig, 'first_batch_s/stoke/w2/new_shared_pool', 1e3, 2)}"
+               f" | - | - |")
     if memory:
         out.append(f"| image, peak anonymous RSS growth, MiB (bound depth 4 x 12 MiB = "
                    f"{memory['peak_bound_mib']:.0f}) | {memory['peak_anon_growth_mib']:.1f} | - | - |")

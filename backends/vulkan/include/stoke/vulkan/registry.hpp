@@ -40,6 +40,10 @@ class Registry {
   [[nodiscard]] const std::vector<PhysicalDevice>& physical_devices() const noexcept {
     return physical_;
   }
+  /// The Vulkan instance (null when there is none).
+  [[nodiscard]] const std::shared_ptr<const Instance>& instance() const noexcept {
+    return instance_;
+  }
   /// Why no physical device is usable (empty when one is).
   [[nodiscard]] const std::string& unavailable_reason() const noexcept { return reason_; }
 

@@ -1,0 +1,581 @@
+// Does `prefetch_to_device` hide the upload behind the step, and how fast does a stager upload
+// compared with copying the same bytes to the same device directly? For every backend built
+// (Vulkan, and CUDA where a device exists; a backend that cannot run here prints one line
+// saying why it is skipped), measured one after the other in one run:
+//
+//   step time:  a loader (DataLoaderBuilder; by default 1 worker) of uint8 images 3x64x64 in
+//               batches of 256 (3 MiB) from an in-memory dataset, shuffled, consumed by a
+//               synthetic step of known duration (a busy-wait of --step-ms, by default 2 ms,
+//               on the consuming thread).
+//               (a) without prefetch: each host batch is uploaded through a stager and its
+//                   fence waited on, then the step runs;
+//               (b) with `prefetch_to_device(loader, depth)`: the step runs on batches that
+//                   were copied while the previous steps ran.
+//               The time per step is measured from the end of the first step to the end of
+//               the last (every interval holds one wait for a batch and one step), so the
+//               start-up of the workers and of the first upload is not counted.
+//   throughput: the loader's batches of one epoch, held in host memory, uploaded back to back
+//               through a stager of `depth` staging buffers (buffers dropped once queued, every
+//               fence waited on at the end), against the same bytes, the same number of
+//               batches, copied by the most direct path of the backend, written here:
+//               Vulkan: memcpy into a mapped host-visible buffer, vkCmdCopyBuffer into a
+//                       device-local buffer, wait on a VkFence; batch by batch, on a VkDevice of
+//                       its own on the same physical device;
+//               CUDA:   cudaMemcpyAsync from pinned host memory (filled beforehand) into device
+//                       memory on one stream, one cudaStreamSynchronize at the end.
+//
+// For reference it also prints the host loader's time per batch alone (no upload, no step).
+// Every figure is the median of --repetitions runs (the range is printed beside it); each
+// repetition runs the host loader alone, (a), (b), the stager and the plain copy in turn, so
+// drift hits all alike.
+// It prints, per backend:
+//   ratio prefetch_overlap_<backend>: step time without prefetch / with prefetch
+//   ratio prefetch_overhead_<backend>: step time with prefetch / the synthetic step's duration
+//                                      (1.00: the loader adds nothing to the step)
+//   ratio upload_vs_plain_copy_<backend>: stager bytes/s / plain copy bytes/s
+// The CUDA targets (issue): overhead <= 1.02, upload >= 0.90 of the pinned-memory copy.
+#include <algorithm>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <stoke/data/prefetch.hpp>
+#include <stoke/stoke.hpp>
+
+#if defined(STOKE_BENCH_VULKAN)
+#include <vulkan/vulkan_core.h>
+
+#include <stoke/vulkan.hpp>
+#endif
+#if defined(STOKE_BENCH_CUDA)
+#include <cuda_runtime_api.h>
+
+#include <stoke/cuda.hpp>
+#endif
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Bytes of one image: 3 x 64 x 64 uint8.
+constexpr std::size_t image_bytes = 3 * 64 * 64;
+
+/// What the command line sets.
+struct Options {
+  std::string backend = "all";  ///< `all`, `vulkan` or `cuda`
+  double step_ms = 2.0;         ///< duration of the synthetic step
+  std::size_t batch_size = 256;
+  std::size_t batches = 32;  ///< batches per epoch (the dataset has batches x batch_size images)
+  std::size_t depth = 2;     ///< prefetch depth and staging buffers of every stager
+  std::size_t workers = 1;   ///< host loader threads
+  std::size_t repetitions = 5;
+};
+
+/// Images held in host memory; `get(i)` views image `i` (no copy).
+class ImageDataset {
+ public:
+  /// `count` images of pseudo-random bytes.
+  explicit ImageDataset(std::size_t count)
+      : bytes_(std::make_shared<std::vector<std::uint8_t>>(count * image_bytes)) {
+    std::uint64_t state = 0x9e3779b97f4a7c15ULL;
+    for (std::size_t i = 0; i + 8 <= bytes_->size(); i += 8) {
+      state ^= state << 13;
+      state ^= state >> 7;
+      state ^= state << 17;
+      std::memcpy(bytes_->data() + i, &state, 8);
+    }
+  }
+  /// Images in the dataset.
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_->size() / image_bytes; }
+  /// The bytes of image `index`.
+  [[nodiscard]] std::span<const std::uint8_t> get(std::size_t index) const {
+    return std::span<const std::uint8_t>(*bytes_).subspan(index * image_bytes, image_bytes);
+  }
+
+ private:
+  std::shared_ptr<std::vector<std::uint8_t>> bytes_;
+};
+
+/// Stacks images into one contiguous host batch (what a collate function makes); the batch is
+/// for a device of any backend and is uploaded to it afterwards.
+struct StackImages {
+  /// The images one after the other.
+  template <class Device>
+  std::vector<std::uint8_t> batch(std::vector<std::span<const std::uint8_t>> items,
+                                  const Device&) const {
+    std::vector<std::uint8_t> out(items.size() * image_bytes);
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      std::memcpy(out.data() + i * image_bytes, items[i].data(), image_bytes);
+    }
+    return out;
+  }
+};
+
+/// The synthetic step: busy-waits `duration` on the calling thread.
+void step(std::chrono::nanoseconds duration) {
+  const auto end = Clock::now() + duration;
+  while (Clock::now() < end) {
+  }
+}
+
+/// Seconds between two time points.
+double seconds(Clock::time_point begin, Clock::time_point end) {
+  return std::chrono::duration<double>(end - begin).count();
+}
+
+/// The median of `values` (not empty).
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 == 1 ? values[n / 2] : (values[n / 2 - 1] + values[n / 2]) / 2.0;
+}
+
+/// The host loader both step measurements use: the same options, so the same batches.
+template <class B>
+auto make_loader(const Options& options, const ImageDataset& data,
+                 const stoke::device_t<B>& device) {
+  return stoke::DataLoaderBuilder<B, StackImages>({})
+      .batch_size(options.batch_size)
+      .shuffle(7)
+      .num_workers(options.workers)
+      .prefetch(4)
+      .device(device)
+      .drop_last()
+      .build(data);
+}
+
+/// Seconds per step, from the end of the first step to the end of the last, of `run(on_step)`,
+/// which calls `on_step()` after each step.
+template <class Run>
+double per_step(Run&& run) {
+  Clock::time_point start;
+  std::size_t steps = 0;
+  run([&] {
+    if (steps++ == 0) start = Clock::now();
+  });
+  if (steps < 2) throw std::runtime_error("prefetch_overlap: needs at least 2 batches");
+  return seconds(start, Clock::now()) / static_cast<double>(steps - 1);
+}
+
+/// For reference: the host loader alone, no upload and no step (seconds per batch).
+template <class B>
+double host_batches_only(const Options& options, const ImageDataset& data,
+                         const stoke::device_t<B>& device) {
+  auto loader = make_loader<B>(options, data, device);
+  return per_step([&](auto on_step) {
+    for (auto& batch : loader.iter()) {
+      (void)batch;
+      on_step();
+    }
+  });
+}
+
+/// (a): every batch is uploaded and waited for, then stepped.
+template <class B>
+double step_without_prefetch(const Options& options, const ImageDataset& data,
+                             const stoke::device_t<B>& device, std::chrono::nanoseconds duration) {
+  auto loader = make_loader<B>(options, data, device);
+  const auto stager = B::make_stager(device, options.depth);
+  return per_step([&](auto on_step) {
+    for (auto& batch : loader.iter()) {
+      auto staged = stager->upload(stoke::host_bytes(batch.data));
+      staged.fence.wait();
+      step(duration);
+      on_step();
+    }
+  });
+}
+
+/// (b): the step runs on batches `prefetch_to_device` copied ahead.
+template <class B>
+double step_with_prefetch(const Options& options, const ImageDataset& data,
+                          const stoke::device_t<B>& device, std::chrono::nanoseconds duration) {
+  auto prefetched =
+      stoke::prefetch_to_device<B>(make_loader<B>(options, data, device), options.depth);
+  return per_step([&](auto on_step) {
+    for (auto& batch : prefetched.iter()) {
+      (void)batch;
+      step(duration);
+      on_step();
+    }
+  });
+}
+
+/// Seconds to upload every batch of `host` through a stager of `depth` staging buffers,
+/// back to back, until every fence has signalled.
+template <class B>
+double stager_seconds(const stoke::device_t<B>& device,
+                      const std::vector<std::vector<std::uint8_t>>& host, std::size_t depth) {
+  const auto stager = B::make_stager(device, depth);
+  for (std::size_t i = 0; i < depth && i < host.size(); ++i) {  // allocates the staging buffers
+    stager->upload(stoke::host_bytes(host[i])).fence.wait();
+  }
+  std::vector<typename B::Fence> fences;
+  fences.reserve(host.size());
+  const auto start = Clock::now();
+  for (const auto& batch : host) {
+    fences.push_back(stager->upload(stoke::host_bytes(batch)).fence);  // the buffer is dropped
+  }
+  for (const auto& fence : fences) fence.wait();
+  return seconds(start, Clock::now());
+}
+
+/// What the benchmark needs of a backend: why it cannot run here, its device's name, and the
+/// plain copy it is measured against (`PlainCopy(device, host, depth)`, `run()` -> seconds).
+template <class B>
+struct BenchBackend;
+
+#if defined(STOKE_BENCH_VULKAN)
+
+/// The plain Vulkan copy: memcpy into a mapped host-visible buffer, vkCmdCopyBuffer into a
+/// device-local buffer, wait; batch by batch, on a `VkDevice` of its own.
+class VulkanPlainCopy {
+ public:
+  /// Copies `host` to the physical device that runs `device`, into `depth` device-local
+  /// buffers in turn (all allocated here, before any timing).
+  VulkanPlainCopy(const stoke::vulkan::Device& device,
+                  const std::vector<std::vector<std::uint8_t>>& host, std::size_t depth)
+      : host_(host), logical_(logical_device_for(device)), device_(logical_.handle()) {
+    for (const auto& batch : host_) size_ = std::max(size_, batch.size());
+    const VkCommandPoolCreateInfo pool{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO, nullptr,
+                                       VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT,
+                                       logical_.physical().queue_family};
+    STOKE_VK_CHECK(vkCreateCommandPool(device_, &pool, nullptr, &pool_));
+    const VkCommandBufferAllocateInfo allocate{VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO,
+                                               nullptr, pool_, VK_COMMAND_BUFFER_LEVEL_PRIMARY, 1};
+    STOKE_VK_CHECK(vkAllocateCommandBuffers(device_, &allocate, &commands_));
+    const VkFenceCreateInfo fence{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO, nullptr, 0};
+    STOKE_VK_CHECK(vkCreateFence(device_, &fence, nullptr, &fence_));
+    staging_ =
+        make_buffer(VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT | VK_MEMORY_PROPERTY_HOST_COHERENT_BIT);
+    STOKE_VK_CHECK(vkMapMemory(device_, staging_.memory, 0, VK_WHOLE_SIZE, 0, &mapped_));
+    for (std::size_t i = 0; i < std::max<std::size_t>(depth, 1); ++i) {
+      targets_.push_back(make_buffer(VK_MEMORY_PROPERTY_DEVICE_LOCAL_BIT));
+    }
+    run();  // touches every page once
+  }
+  VulkanPlainCopy(const VulkanPlainCopy&) = delete;
+  VulkanPlainCopy& operator=(const VulkanPlainCopy&) = delete;
+  ~VulkanPlainCopy() {
+    vkDeviceWaitIdle(device_);
+    for (const Allocation& target : targets_) free(target);
+    if (mapped_ != nullptr) vkUnmapMemory(device_, staging_.memory);
+    free(staging_);
+    vkDestroyFence(device_, fence_, nullptr);
+    vkDestroyCommandPool(device_, pool_, nullptr);
+  }
+
+  /// Copies every batch; returns the seconds it took.
+  double run() {
+    const auto start = Clock::now();
+    for (std::size_t k = 0; k < host_.size(); ++k) {
+      const auto& batch = host_[k];
+      std::memcpy(mapped_, batch.data(), batch.size());
+      const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
+                                           VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
+      STOKE_VK_CHECK(vkBeginCommandBuffer(commands_, &begin));
+      const VkBufferCopy region{0, 0, batch.size()};
+      vkCmdCopyBuffer(commands_, staging_.buffer, targets_[k % targets_.size()].buffer, 1, &region);
+      STOKE_VK_CHECK(vkEndCommandBuffer(commands_));
+      const VkSubmitInfo submit{
+          VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &commands_, 0, nullptr};
+      STOKE_VK_CHECK(vkQueueSubmit(logical_.queue(), 1, &submit, fence_));
+      STOKE_VK_CHECK(vkWaitForFences(device_, 1, &fence_, VK_TRUE, UINT64_MAX));
+      STOKE_VK_CHECK(vkResetFences(device_, 1, &fence_));
+      STOKE_VK_CHECK(vkResetCommandBuffer(commands_, 0));
+    }
+    return seconds(start, Clock::now());
+  }
+
+ private:
+  struct Allocation {
+    VkBuffer buffer = VK_NULL_HANDLE;
+    VkDeviceMemory memory = VK_NULL_HANDLE;
+  };
+
+  Allocation make_buffer(VkMemoryPropertyFlags flags) {
+    Allocation out;
+    const VkBufferCreateInfo info{
+        VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO,
+        nullptr,
+        0,
+        size_,
+        VK_BUFFER_USAGE_TRANSFER_SRC_BIT | VK_BUFFER_USAGE_TRANSFER_DST_BIT,
+        VK_SHARING_MODE_EXCLUSIVE,
+        0,
+        nullptr};
+    STOKE_VK_CHECK(vkCreateBuffer(device_, &info, nullptr, &out.buffer));
+    VkMemoryRequirements needs{};
+    vkGetBufferMemoryRequirements(device_, out.buffer, &needs);
+    const std::uint32_t type = logical_.memory_type(needs.memoryTypeBits, flags, flags);
+    const VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO, nullptr, needs.size,
+                                        type};
+    STOKE_VK_CHECK(vkAllocateMemory(device_, &allocate, nullptr, &out.memory));
+    STOKE_VK_CHECK(vkBindBufferMemory(device_, out.buffer, out.memory, 0));
+    return out;
+  }
+
+  void free(const Allocation& allocation) {
+    vkDestroyBuffer(device_, allocation.buffer, nullptr);
+    vkFreeMemory(device_, allocation.memory, nullptr);
+  }
+
+  /// A `VkDevice` of its own on the physical device that runs `device` (as the registry
+  /// maps stoke devices to physical ones).
+  static stoke::vulkan::detail::LogicalDevice logical_device_for(
+      const stoke::vulkan::Device& device) {
+    auto& registry = stoke::vulkan::detail::Registry::get();
+    const auto& physicals = registry.physical_devices();
+    return {registry.instance(), physicals[device.index % physicals.size()]};
+  }
+
+  const std::vector<std::vector<std::uint8_t>>& host_;
+  stoke::vulkan::detail::LogicalDevice logical_;
+  VkDevice device_;  ///< `logical_`'s handle
+  std::size_t size_ = 0;
+  VkCommandPool pool_ = VK_NULL_HANDLE;
+  VkCommandBuffer commands_ = VK_NULL_HANDLE;
+  VkFence fence_ = VK_NULL_HANDLE;
+  Allocation staging_;
+  void* mapped_ = nullptr;
+  std::vector<Allocation> targets_;
+};
+
+/// The Vulkan backend in this benchmark.
+template <>
+struct BenchBackend<stoke::vulkan::Backend> {
+  using PlainCopy = VulkanPlainCopy;  ///< what the stager is measured against
+  /// How the plain copy copies.
+  static constexpr const char* plain_copy =
+      "memcpy to a mapped host-visible buffer, vkCmdCopyBuffer to device-local, wait; per batch";
+  /// Why Vulkan cannot run here, or empty.
+  static std::string skip_reason() {
+    if (!stoke::vulkan::Backend::devices().empty()) return {};
+    const std::string why = stoke::vulkan::unavailable_reason();
+    return why.empty() ? "no Vulkan device visible (STOKE_VULKAN_DEVICES=0)" : why;
+  }
+  /// The physical device behind `device`.
+  static std::string describe(const stoke::vulkan::Device& device) {
+    const auto& physicals = stoke::vulkan::detail::Registry::get().physical_devices();
+    return physicals[device.index % physicals.size()].properties.deviceName;
+  }
+};
+
+#endif  // STOKE_BENCH_VULKAN
+
+#if defined(STOKE_BENCH_CUDA)
+
+/// The plain CUDA copy: cudaMemcpyAsync from pinned host memory on one stream.
+class CudaPlainCopy {
+ public:
+  /// Copies of `host` in pinned memory, and `depth` device buffers to copy them into in turn
+  /// (all allocated and filled here, before any timing).
+  CudaPlainCopy(const stoke::cuda::Device& device,
+                const std::vector<std::vector<std::uint8_t>>& host, std::size_t depth)
+      : device_(device) {
+    const stoke::cuda::DeviceGuard guard(device_);
+    STOKE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+    std::size_t largest = 0;
+    for (const auto& batch : host) {
+      void* pinned = nullptr;
+      STOKE_CUDA_CHECK(cudaMallocHost(&pinned, batch.size()));
+      std::memcpy(pinned, batch.data(), batch.size());
+      pinned_.emplace_back(pinned, batch.size());
+      largest = std::max(largest, batch.size());
+    }
+    for (std::size_t i = 0; i < std::max<std::size_t>(depth, 1); ++i) {
+      void* target = nullptr;
+      STOKE_CUDA_CHECK(cudaMalloc(&target, largest));
+      targets_.push_back(target);
+    }
+    run();  // warms the copy engine and the mappings
+  }
+  CudaPlainCopy(const CudaPlainCopy&) = delete;
+  CudaPlainCopy& operator=(const CudaPlainCopy&) = delete;
+  ~CudaPlainCopy() {
+    const stoke::cuda::DeviceGuard guard(device_);
+    STOKE_CUDA_LOG(cudaStreamSynchronize(stream_));
+    for (void* target : targets_) STOKE_CUDA_LOG(cudaFree(target));
+    for (const auto& [pinned, size] : pinned_) STOKE_CUDA_LOG(cudaFreeHost(pinned));
+    STOKE_CUDA_LOG(cudaStreamDestroy(stream_));
+  }
+
+  /// Copies every batch; returns the seconds it took.
+  double run() {
+    const stoke::cuda::DeviceGuard guard(device_);
+    const auto start = Clock::now();
+    for (std::size_t k = 0; k < pinned_.size(); ++k) {
+      STOKE_CUDA_CHECK(cudaMemcpyAsync(targets_[k % targets_.size()], pinned_[k].first,
+                                       pinned_[k].second, cudaMemcpyHostToDevice, stream_));
+    }
+    STOKE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+    return seconds(start, Clock::now());
+  }
+
+ private:
+  stoke::cuda::Device device_;
+  cudaStream_t stream_ = nullptr;
+  std::vector<std::pair<void*, std::size_t>> pinned_;
+  std::vector<void*> targets_;
+};
+
+/// The CUDA backend in this benchmark.
+template <>
+struct BenchBackend<stoke::cuda::Backend> {
+  using PlainCopy = CudaPlainCopy;  ///< what the stager is measured against
+  /// How the plain copy copies.
+  static constexpr const char* plain_copy =
+      "cudaMemcpyAsync from pinned host memory on one stream, one synchronize at the end";
+  /// Why CUDA cannot run here, or empty.
+  static std::string skip_reason() { return stoke::cuda::unavailable_reason(); }
+  /// The GPU's name.
+  static std::string describe(const stoke::cuda::Device& device) {
+    cudaDeviceProp properties{};
+    STOKE_CUDA_CHECK(cudaGetDeviceProperties(&properties, device.ordinal));
+    return properties.name;
+  }
+};
+
+#endif  // STOKE_BENCH_CUDA
+
+/// A median and the range it came from, in milliseconds.
+std::string ms(const std::vector<double>& secs) {
+  const auto [low, high] = std::minmax_element(secs.begin(), secs.end());
+  char text[96];
+  std::snprintf(text, sizeof text, "%.3f ms (%.3f .. %.3f)", median(secs) * 1e3, *low * 1e3,
+                *high * 1e3);
+  return text;
+}
+
+/// Bytes per second as GB/s, with the range (the slowest run gives the low end).
+std::string rate(double bytes, const std::vector<double>& secs) {
+  const auto [low, high] = std::minmax_element(secs.begin(), secs.end());
+  char text[96];
+  std::snprintf(text, sizeof text, "%.2f GB/s (%.2f .. %.2f)", bytes / median(secs) / 1e9,
+                bytes / *high / 1e9, bytes / *low / 1e9);
+  return text;
+}
+
+/// Measures backend `B` on its first device and prints its figures and ratios.
+template <class B>
+void run_backend(const Options& options, const ImageDataset& data) {
+  using Bench = BenchBackend<B>;
+  const std::string name(B::name());
+  if (const std::string why = Bench::skip_reason(); !why.empty()) {
+    std::printf("prefetch_overlap: %s skipped: %s\n", name.c_str(), why.c_str());
+    return;
+  }
+  const auto device = B::devices().front();
+  const auto duration = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double, std::milli>(options.step_ms));
+
+  std::vector<std::vector<std::uint8_t>> host;  // one epoch of host batches: the upload's bytes
+  {
+    auto loader = make_loader<B>(options, data, device);
+    for (auto& batch : loader.iter()) host.push_back(std::move(batch.data));
+  }
+  double bytes = 0;
+  for (const auto& batch : host) bytes += static_cast<double>(batch.size());
+  typename Bench::PlainCopy plain(device, host, options.depth);
+
+  (void)step_without_prefetch<B>(options, data, device, duration);  // warm-up, not counted
+  (void)step_with_prefetch<B>(options, data, device, duration);
+  std::vector<double> host_only, without, with, staged, copied;
+  for (std::size_t r = 0; r < options.repetitions; ++r) {
+    host_only.push_back(host_batches_only<B>(options, data, device));
+    without.push_back(step_without_prefetch<B>(options, data, device, duration));
+    with.push_back(step_with_prefetch<B>(options, data, device, duration));
+    staged.push_back(stager_seconds<B>(device, host, options.depth));
+    copied.push_back(plain.run());
+  }
+
+  const double batch_mib = static_cast<double>(host.front().size()) / (1 << 20);
+  std::printf("=== %s: %s (%s)\n", name.c_str(), stoke::device_name(device).c_str(),
+              Bench::describe(device).c_str());
+  std::printf(
+      "batches of %zu x 3x64x64 uint8 (%.2f MiB), %zu per epoch, %zu loader worker(s), prefetch "
+      "depth %zu, synthetic step %.3f ms (busy-wait), median of %zu (range)\n",
+      options.batch_size, batch_mib, host.size(), options.workers, options.depth, options.step_ms,
+      options.repetitions);
+  std::printf("host batches alone (no upload, no step):    %s per batch\n", ms(host_only).c_str());
+  std::printf("step without prefetch (upload, wait, step): %s\n", ms(without).c_str());
+  std::printf("step with prefetch_to_device:               %s\n", ms(with).c_str());
+  std::printf("upload through the stager:  %s, %.3f ms per batch (%.2f of the step)\n",
+              rate(bytes, staged).c_str(), median(staged) / static_cast<double>(host.size()) * 1e3,
+              median(staged) / static_cast<double>(host.size()) / (options.step_ms * 1e-3));
+  std::printf("plain copy of the same bytes: %s (%s)\n", rate(bytes, copied).c_str(),
+              Bench::plain_copy);
+  std::printf("ratio prefetch_overlap_%s: %.3f\n", name.c_str(), median(without) / median(with));
+  std::printf("ratio prefetch_overhead_%s: %.3f\n", name.c_str(),
+              median(with) / (options.step_ms * 1e-3));
+  std::printf("ratio upload_vs_plain_copy_%s: %.3f\n", name.c_str(),
+              median(copied) / median(staged));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{
+      "stoke: step time with and without prefetch_to_device, and upload throughput "
+      "against a plain copy, on the Vulkan and CUDA backends"};
+  Options options;
+  app.add_option("--backend", options.backend, "which backends to run")
+      ->check(CLI::IsMember({"all", "vulkan", "cuda"}))
+      ->capture_default_str();
+  app.add_option("--step-ms", options.step_ms, "duration of the synthetic step (busy-wait)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batch-size", options.batch_size, "images per batch")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--batches", options.batches, "batches per epoch (at least 2)")
+      ->check(CLI::Range(std::size_t{2}, std::size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--depth", options.depth, "prefetch depth, staging buffers of every stager")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  app.add_option("--workers", options.workers, "host loader threads")->capture_default_str();
+  app.add_option("--repetitions", options.repetitions, "runs of each measurement; medians")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+#if defined(STOKE_BENCH_VULKAN)
+    stoke::vulkan::configure_instance({.validation = false});  // timings without the layer
+#endif
+    const ImageDataset data(options.batches * options.batch_size);
+    const auto wants = [&](const char* backend) {
+      return options.backend == "all" || options.backend == backend;
+    };
+    if (wants("vulkan")) {
+#if defined(STOKE_BENCH_VULKAN)
+      run_backend<stoke::vulkan::Backend>(options, data);
+#else
+      std::printf("prefetch_overlap: vulkan skipped: stoke was built without the Vulkan backend\n");
+#endif
+    }
+    if (wants("cuda")) {
+#if defined(STOKE_BENCH_CUDA)
+      run_backend<stoke::cuda::Backend>(options, data);
+#else
+      std::printf("prefetch_overlap: cuda skipped: stoke was built without the CUDA backend\n");
+#endif
+    }
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "prefetch_overlap: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
