@@ -25,6 +25,7 @@
 #include <stoke/cuda/fence.hpp>
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/cuda/stager.hpp>
+#include <stoke/data/detail/image_batch_checks.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/data/prefetch.hpp>
 
@@ -115,27 +116,11 @@ class ImageBatcher {
 
   /// The batch of `items`, on `device`.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    if (std_ == 0.0F || !std::isfinite(std_) || !std::isfinite(mean_)) {
-      throw InputError("stoke: cuda::ImageBatcher: mean " + std::to_string(mean_) + " and std " +
-                       std::to_string(std_) + " must be finite, and std non-zero");
-    }
+    stoke::detail::check_image_normalization("cuda::ImageBatcher", mean_, std_);
     const std::size_t rows = items.size();
-    const std::size_t pixels = items.empty() ? 0 : items.front().pixels.size();
-    std::vector<std::int32_t> labels;
-    labels.reserve(rows);
-    for (std::size_t i = 0; i < rows; ++i) {
-      if (items[i].pixels.size() != pixels) {
-        throw InputError("stoke: cuda::ImageBatcher: item " + std::to_string(i) +
-                         " of the batch has " + std::to_string(items[i].pixels.size()) +
-                         " pixels, item 0 has " + std::to_string(pixels));
-      }
-      if (items[i].label > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max())) {
-        throw InputError("stoke: cuda::ImageBatcher: item " + std::to_string(i) +
-                         " of the batch has label " + std::to_string(items[i].label) +
-                         ", which does not fit in int32");
-      }
-      labels.push_back(static_cast<std::int32_t>(items[i].label));
-    }
+    const std::size_t pixels = stoke::detail::image_batch_pixels(items);
+    std::vector<std::int32_t> labels =
+        stoke::detail::image_batch_labels("cuda::ImageBatcher", items);
     const std::size_t count = rows * pixels;
     Stager& stager = stagers_->of(device);
     auto bytes = stager.upload_with(count, [&](std::span<std::byte> staging) {

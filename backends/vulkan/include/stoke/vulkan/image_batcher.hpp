@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/data/detail/image_batch_checks.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/context.hpp>
@@ -100,27 +101,11 @@ class ImageBatcher {
 
   /// The batch of `items`, on `device`.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    if (std_ == 0.0F || !std::isfinite(std_) || !std::isfinite(mean_)) {
-      throw InputError("stoke: vulkan::ImageBatcher: mean " + std::to_string(mean_) + " and std " +
-                       std::to_string(std_) + " must be finite, and std non-zero");
-    }
+    stoke::detail::check_image_normalization("vulkan::ImageBatcher", mean_, std_);
     const std::size_t rows = items.size();
-    const std::size_t pixels = items.empty() ? 0 : items.front().pixels.size();
-    std::vector<std::int32_t> labels;
-    labels.reserve(rows);
-    for (std::size_t i = 0; i < rows; ++i) {
-      if (items[i].pixels.size() != pixels) {
-        throw InputError("stoke: vulkan::ImageBatcher: item " + std::to_string(i) +
-                         " of the batch has " + std::to_string(items[i].pixels.size()) +
-                         " pixels, item 0 has " + std::to_string(pixels));
-      }
-      if (items[i].label > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max())) {
-        throw InputError("stoke: vulkan::ImageBatcher: item " + std::to_string(i) +
-                         " of the batch has label " + std::to_string(items[i].label) +
-                         ", which does not fit in int32");
-      }
-      labels.push_back(static_cast<std::int32_t>(items[i].label));
-    }
+    const std::size_t pixels = stoke::detail::image_batch_pixels(items);
+    std::vector<std::int32_t> labels =
+        stoke::detail::image_batch_labels("vulkan::ImageBatcher", items);
     const std::size_t count = rows * pixels;
     const detail::ImageBatcherResources::PerDevice resources = resources_->of(device);
     auto bytes = resources.stager->upload_with(count, [&](std::span<std::byte> staging) {

@@ -1,0 +1,55 @@
+#pragma once
+/// @file
+/// The input checks every batcher of `LabeledImage`s makes, whatever its backend: the
+/// normalisation it was given, equal pixel counts, and labels that fit the int32 they become.
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <stoke/core/error.hpp>
+#include <stoke/data/labeled_image.hpp>
+
+namespace stoke::detail {
+
+/// Throws `InputError`, naming `batcher`, unless `mean` and `std` are finite and `std` is not
+/// zero.
+inline void check_image_normalization(std::string_view batcher, float mean, float std) {
+  if (std == 0.0F || !std::isfinite(std) || !std::isfinite(mean)) {
+    throw InputError("stoke: " + std::string(batcher) + ": mean " + std::to_string(mean) +
+                     " and std " + std::to_string(std) + " must be finite, and std non-zero");
+  }
+}
+
+/// The pixel count of the images of a batch: that of its first image (0 for no image).
+inline std::size_t image_batch_pixels(std::span<const LabeledImage> items) noexcept {
+  return items.empty() ? 0 : items.front().pixels.size();
+}
+
+/// The classes of `items` as int32, after checking that every image has the pixel count of
+/// the first and every label fits in int32; throws `InputError` naming `batcher` and the item.
+inline std::vector<std::int32_t> image_batch_labels(std::string_view batcher,
+                                                    std::span<const LabeledImage> items) {
+  const std::size_t pixels = image_batch_pixels(items);
+  std::vector<std::int32_t> labels;
+  labels.reserve(items.size());
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const auto where = "stoke: " + std::string(batcher) + ": item " + std::to_string(i);
+    if (items[i].pixels.size() != pixels) {
+      throw InputError(where + " of the batch has " + std::to_string(items[i].pixels.size()) +
+                       " pixels, item 0 has " + std::to_string(pixels));
+    }
+    if (items[i].label > static_cast<std::uint32_t>(std::numeric_limits<std::int32_t>::max())) {
+      throw InputError(where + " of the batch has label " + std::to_string(items[i].label) +
+                       ", which does not fit in int32");
+    }
+    labels.push_back(static_cast<std::int32_t>(items[i].label));
+  }
+  return labels;
+}
+
+}  // namespace stoke::detail
