@@ -52,6 +52,7 @@ export namespace stoke {
 using stoke::Batch;
 using stoke::batch_output_t;
 using stoke::Batcher;
+using stoke::PartBatcher;
 using stoke::BatchLoader;
 using stoke::current_sample_context;
 using stoke::DataLoader;
@@ -130,6 +131,8 @@ using stoke::cpu::ClassificationBatcher;
 using stoke::cpu::Device;
 using stoke::cpu::HostBuffer;
 using stoke::cpu::LabeledImage;
+using stoke::cpu::PendingClassification;
+using stoke::cpu::PendingStack;
 using stoke::cpu::SharedMemoryCollective;
 using stoke::cpu::StackBatcher;
 using stoke::cpu::Tensor;

@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <stoke/core/error.hpp>
@@ -17,9 +18,49 @@
 
 namespace stoke::cpu {
 
+/// A `ClassificationBatch` being filled image by image (see `PartBatcher`): `fill` may run
+/// on several threads at once for disjoint rows.
+class PendingClassification {
+ public:
+  /// Checks the normalisation, the pixel counts and the labels (an `InputError` names what
+  /// is wrong), writes the labels and allocates the uninitialised inputs.
+  PendingClassification(std::vector<LabeledImage> items, float mean, float std,
+                        const Device& device, const BufferPool& pool)
+      : items_(std::move(items)) {
+    stoke::detail::check_image_normalization("ClassificationBatcher", mean, std);
+    // One float per byte value, computed with the exact formula, then looked up per pixel.
+    for (std::size_t value = 0; value < table_.size(); ++value) {
+      table_[value] = (static_cast<float>(value) / 255.0F - mean) / std;
+    }
+    const std::size_t pixels = stoke::detail::image_batch_pixels(items_);
+    out_ = ClassificationBatch{Tensor<float>::uninitialized({items_.size(), pixels}, device, pool),
+                               stoke::detail::image_batch_labels("ClassificationBatcher", items_)};
+  }
+
+  /// Number of rows: one per image.
+  [[nodiscard]] std::size_t rows() const noexcept { return items_.size(); }
+
+  /// Writes the normalised pixels of images `[first, last)`.
+  void fill(std::size_t first, std::size_t last) {
+    for (std::size_t i = first; i < last; ++i) {
+      auto row = out_.inputs.row(i);
+      for (std::size_t k = 0; k < row.size(); ++k) row[k] = table_[items_[i].pixels[k]];
+    }
+  }
+
+  /// The batch, once every row was filled.
+  [[nodiscard]] ClassificationBatch finish() && { return std::move(out_); }
+
+ private:
+  std::vector<LabeledImage> items_;
+  std::array<float, 256> table_{};
+  ClassificationBatch out_;
+};
+
 /// Batches `LabeledImage`s into a `ClassificationBatch` on the requested CPU device: `inputs`
 /// has shape `{n, pixels}` with every pixel byte `b` mapped to `(b / 255 - mean) / std`, and
-/// `labels` holds the classes as `int32`.
+/// `labels` holds the classes as `int32`. A batch can also be made in parts on several
+/// threads (`begin_batch`, a `PartBatcher`).
 ///
 /// Images with a different pixel count than the first, or a label above `INT32_MAX`, are
 /// refused with an `InputError` naming the item; so is a `std` that is zero or not finite.
@@ -32,20 +73,14 @@ struct ClassificationBatcher {
 
   /// The batch of `items`, on `device`.
   ClassificationBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    stoke::detail::check_image_normalization("ClassificationBatcher", mean, std);
-    // One float per byte value, computed with the exact formula, then looked up per pixel.
-    std::array<float, 256> table{};
-    for (std::size_t value = 0; value < table.size(); ++value) {
-      table[value] = (static_cast<float>(value) / 255.0F - mean) / std;
-    }
-    const std::size_t pixels = stoke::detail::image_batch_pixels(items);
-    ClassificationBatch out{Tensor<float>::uninitialized({items.size(), pixels}, device, pool),
-                            stoke::detail::image_batch_labels("ClassificationBatcher", items)};
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      auto row = out.inputs.row(i);
-      for (std::size_t k = 0; k < pixels; ++k) row[k] = table[items[i].pixels[k]];
-    }
-    return out;
+    PendingClassification pending = begin_batch(std::move(items), device);
+    pending.fill(0, pending.rows());
+    return std::move(pending).finish();
+  }
+
+  /// The batch of `items`, checked and allocated on `device`, to be filled in parts.
+  PendingClassification begin_batch(std::vector<LabeledImage> items, const Device& device) const {
+    return {std::move(items), mean, std, device, pool};
   }
 };
 

@@ -3,6 +3,7 @@
 /// stoke's exception types: one base carrying the source location, one for data errors.
 
 #include <cstddef>
+#include <exception>
 #include <source_location>
 #include <stdexcept>
 #include <string>
@@ -36,7 +37,7 @@ struct DataErrorContext {
   std::size_t step = 0;   ///< the batch's step within the loader's epoch
   std::size_t index = 0;  ///< the dataset index being read, or the batch's first index
   std::string stage;      ///< `"get"` (reading the sample) or `"batch"` (the batcher)
-  std::string worker;     ///< `"caller"` or `"worker N"`
+  std::string worker;     ///< `"caller"`, `"worker N"` or `"consumer"` (a part it filled)
   std::string device;     ///< the device the batch was for
 };
 
@@ -61,5 +62,20 @@ class DataError : public Error, public std::nested_exception {
   }
   DataErrorContext context_;
 };
+
+namespace detail {
+
+/// The message of the exception in flight (call from a `catch` block).
+inline std::string current_exception_message() {
+  try {
+    throw;
+  } catch (const std::exception& error) {
+    return error.what();
+  } catch (...) {
+    return "unknown exception";
+  }
+}
+
+}  // namespace detail
 
 }  // namespace stoke

@@ -1,7 +1,10 @@
 #pragma once
 /// @file
-/// The `Batcher` concept: turns a list of samples into one batch on a given device.
+/// The `Batcher` concept: turns a list of samples into one batch on a given device; and
+/// `PartBatcher`, a batcher that can also make one batch on several threads at once.
 
+#include <concepts>
+#include <cstddef>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -29,5 +32,35 @@ template <class T, class B, class I>
 requires Batcher<T, B, I>
 using batch_output_t = std::remove_cvref_t<decltype(std::declval<const T&>().batch(
     std::declval<std::vector<I>>(), std::declval<const device_t<B>&>()))>;
+
+namespace detail {
+/// A batch being made row by row (what `PartBatcher::begin_batch` returns), of type `Out`
+/// once finished.
+template <class P, class Out>
+concept PendingBatchOf = std::move_constructible<P> && requires(P& pending, std::size_t row) {
+  { std::as_const(pending).rows() } -> std::convertible_to<std::size_t>;
+  pending.fill(row, row);
+  { std::move(pending).finish() } -> std::same_as<Out>;
+};
+}  // namespace detail
+
+/// A batcher that can also make one batch in row ranges, on several threads at once. A
+/// multithread loader uses it for the batch its consumer waits for with nothing buffered (the
+/// first of an epoch): the idle workers and the consumer fill it together.
+///
+/// Requirements, beyond `Batcher`:
+/// 1. `t.begin_batch(items, device)` checks the items and allocates the batch; it returns a
+///    pending batch `p` with `p.rows()` rows (one per item);
+/// 2. `p.fill(first, last)` writes rows `[first, last)`; calls on disjoint ranges may run at
+///    once on different threads;
+/// 3. once every row was filled once, `std::move(p).finish()` returns the batch, equal to
+///    what `t.batch(items, device)` returns.
+template <class T, class B, class I>
+concept PartBatcher = Batcher<T, B, I> &&
+    requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
+  {
+    batcher.begin_batch(std::move(items), device)
+    } -> detail::PendingBatchOf<batch_output_t<T, B, I>>;
+};
 
 }  // namespace stoke

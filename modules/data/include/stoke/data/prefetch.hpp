@@ -113,17 +113,6 @@ struct staged_parts<Staged<V, F>> {
   using fence = F;
 };
 
-/// The message of the exception in flight (call from a `catch` block).
-inline std::string current_exception_message() {
-  try {
-    throw;
-  } catch (const std::exception& error) {
-    return error.what();
-  } catch (...) {
-    return "unknown exception";
-  }
-}
-
 /// The thread of one prefetching range: it pulls host batches, starts their uploads, and
 /// queues them with their fences, at most `depth` ahead of the consumer.
 template <class Value, Fence F>

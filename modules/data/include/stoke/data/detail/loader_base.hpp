@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,7 @@
 #include <stoke/data/batch.hpp>
 #include <stoke/data/batcher.hpp>
 #include <stoke/data/dataset.hpp>
+#include <stoke/data/detail/batch_parts.hpp>
 #include <stoke/data/detail/batch_range.hpp>
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
@@ -223,18 +225,64 @@ class LoaderBase {
   /// naming the index, `worker` and device.
   [[nodiscard]] batch_type make_batch(const EpochWork& work, std::size_t step,
                                       const std::string& worker) const {
+    StepItems read = read_step(work, step, worker);
+    const SampleContext context{options_.seed, work.layout.epoch, read.indices, std::nullopt};
+    const SampleContextScope scope(context);
+    try {
+      return batch_type{source_->batcher.batch(std::move(read.items), device_), work.layout.epoch,
+                        step, read.padding, std::move(read.indices)};
+    } catch (...) {
+      fail(work.layout, step, read.indices.empty() ? 0 : read.indices.front(), "batch", worker);
+    }
+  }
+
+  /// Batch `step` of `work` read and allocated by the `PartBatcher`, in the calling thread,
+  /// to be filled in up to `max_parts` row ranges on any threads. `worker` names this thread
+  /// in errors, `part_worker` the thread of a part.
+  [[nodiscard]] std::shared_ptr<StepParts<batch_type>> open_batch(
+      const EpochWork& work, std::size_t step, std::size_t max_parts, const std::string& worker,
+      std::function<std::string(std::size_t)> part_worker) const requires
+      PartBatcher<T, B, item_type> {
+    StepItems read = read_step(work, step, worker);
+    const SampleContext context{options_.seed, work.layout.epoch, read.indices, std::nullopt};
+    const SampleContextScope scope(context);
+    using Pending = decltype(source_->batcher.begin_batch(std::move(read.items), device_));
+    try {
+      return std::make_shared<BatchParts<batch_output_t<T, B, item_type>, Pending>>(
+          source_->batcher.begin_batch(std::move(read.items), device_), max_parts,
+          DataErrorContext{work.layout.epoch, step, 0, "batch", worker, device_name(device_)},
+          options_.seed, std::move(read.indices), read.padding, std::move(part_worker));
+    } catch (...) {
+      fail(work.layout, step, read.indices.empty() ? 0 : read.indices.front(), "batch", worker);
+    }
+  }
+
+ private:
+  /// The items of one batch read from the dataset, with their dataset indices.
+  struct StepItems {
+    std::vector<item_type> items;
+    std::vector<std::size_t> indices;
+    std::size_t padding = 0;  ///< how many trailing items are padding
+  };
+
+  /// Reads the items of batch `step` of `work`, in the calling thread, with each sample's
+  /// context installed; a failed read is rethrown as `DataError`.
+  [[nodiscard]] StepItems read_step(const EpochWork& work, std::size_t step,
+                                    const std::string& worker) const {
     const EpochLayout& layout = work.layout;
     const std::size_t b = plan_.batch_size();
     const std::size_t first = step * b;
     const std::size_t count = std::min(b, layout.length - first);
-    std::vector<std::size_t> indices(count);
-    plan_.locate(layout, first, indices);
-    work.order.map(indices);
-    const std::size_t padding = first + count - std::clamp(layout.pad_from, first, first + count);
+    StepItems read;
+    read.indices.resize(count);
+    plan_.locate(layout, first, read.indices);
+    work.order.map(read.indices);
+    read.padding = first + count - std::clamp(layout.pad_from, first, first + count);
+    const std::vector<std::size_t>& indices = read.indices;
 
     SampleContext context{options_.seed, layout.epoch, indices, std::nullopt};
     const SampleContextScope scope(context);
-    std::vector<item_type> items;
+    std::vector<item_type>& items = read.items;
     items.reserve(count);
     const S& dataset = source_->dataset;
     if constexpr (requires { dataset.get_many(std::span<const std::size_t>(indices), items); }) {
@@ -254,12 +302,7 @@ class LoaderBase {
       }
       context.item.reset();
     }
-    try {
-      return batch_type{source_->batcher.batch(std::move(items), device_), layout.epoch, step,
-                        padding, std::move(indices)};
-    } catch (...) {
-      fail(layout, step, count == 0 ? 0 : indices.front(), "batch", worker);
-    }
+    return read;
   }
 
  protected:
@@ -322,15 +365,9 @@ class LoaderBase {
 
   [[noreturn]] void fail(const EpochLayout& layout, std::size_t step, std::size_t index,
                          const char* stage, const std::string& worker) const {
-    std::string cause = "unknown exception";
-    try {
-      throw;
-    } catch (const std::exception& error) {
-      cause = error.what();
-    } catch (...) {
-    }
     throw DataError(
-        DataErrorContext{layout.epoch, step, index, stage, worker, device_name(device_)}, cause);
+        DataErrorContext{layout.epoch, step, index, stage, worker, device_name(device_)},
+        current_exception_message());
   }
 
   const Derived& self() const { return static_cast<const Derived&>(*this); }

@@ -9,12 +9,15 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
+
+#include <stoke/data/detail/step_parts.hpp>
 
 namespace stoke::detail {
 
@@ -28,11 +31,26 @@ namespace stoke::detail {
 ///
 /// A consumer that finds its batch not ready yet spins briefly before it sleeps, when recent
 /// waits were short (small batches): a sleep and a wake-up cost more than such a wait.
+///
+/// Given an `Opener`, the step the consumer needs next (the head), when a worker claims it
+/// while nothing is buffered (the start of an epoch, or after a stall), is made in parts
+/// (`StepParts`) to reach the consumer sooner:
+/// - the workers and the waiting consumer take parts until none are left, at most one
+///   thread per processor at once; the other workers wait rather than start later steps;
+/// - whoever makes the last part finishes the step. A consumer that does has its value
+///   without a wake-up; a worker that does, while the consumer sleeps, waits (briefly) for
+///   the consumer to take it before it goes on, leaving it a processor.
+/// Other steps are made whole by `Producer`.
 template <class Value>
 class WorkerPool {
  public:
   /// Makes the value of `step`; `worker` says which thread runs it.
   using Producer = std::function<Value(std::size_t step, std::size_t worker)>;
+  /// Prepares `step` to be made in parts; `worker` says which thread runs it.
+  using Opener =
+      std::function<std::shared_ptr<StepParts<Value>>(std::size_t step, std::size_t worker)>;
+  /// The `worker` argument of a part the consumer makes in its own thread.
+  static constexpr std::size_t consumer = std::numeric_limits<std::size_t>::max();
 
   /// Spawns `workers` threads (at least one) with a window of `depth` (at least one) steps.
   WorkerPool(std::size_t workers, std::size_t depth) : slots_(depth == 0 ? 1 : depth) {
@@ -50,24 +68,31 @@ class WorkerPool {
       stop_ = true;
     }
     work_ready_.notify_all();
+    taken_.notify_all();  // a worker handing the processor over stops waiting
     for (auto& thread : threads_) thread.join();
   }
 
-  /// Starts an epoch of `num_steps` steps made by `producer`; returns its generation.
-  /// An epoch still running is abandoned.
-  std::size_t start(std::size_t num_steps, Producer producer) {
+  /// Starts an epoch of `num_steps` steps made by `producer` (and, when the consumer waits
+  /// with nothing buffered, in parts opened by `opener` if it is given); returns its
+  /// generation. An epoch still running is abandoned.
+  std::size_t start(std::size_t num_steps, Producer producer, Opener opener = {}) {
     std::size_t generation = 0;
     {
       std::lock_guard lock(mutex_);
       generation = ++generation_;
       producer_ = std::make_shared<const Producer>(std::move(producer));
+      opener_ = opener ? std::make_shared<const Opener>(std::move(opener)) : nullptr;
       num_steps_ = num_steps;
       next_claim_ = 0;
       next_take_ = 0;
+      open_.reset();
+      opening_ = false;
+      if (opener_) spin_budget_ = max_spin;  // the first step is opened in microseconds
       for (auto& slot : slots_) slot.reset();
       publish();
     }
     work_ready_.notify_all();
+    taken_.notify_all();  // a worker handing the processor over stops waiting
     return generation;
   }
 
@@ -82,7 +107,16 @@ class WorkerPool {
     if (next_take_ >= num_steps_) return std::nullopt;
     auto& slot = slots_[next_take_ % slots_.size()];
     const auto ready = [&] { return slot.has_value() || generation != generation_; };
-    if (!ready()) wait_for_result(lock, ready);
+    const auto can_help = [&] { return can_make_part() && open_->step == next_take_; };
+    consumer_waiting_ = true;
+    while (!ready()) {
+      if (can_help()) {
+        make_open_part(lock, consumer);
+      } else {
+        wait_for_result(lock, [&] { return ready() || can_help(); });
+      }
+    }
+    consumer_waiting_ = false;
     if (generation != generation_) {
       throw std::logic_error("stoke: this iter() range was cancelled while it waited for a batch");
     }
@@ -91,6 +125,7 @@ class WorkerPool {
     ++next_take_;
     lock.unlock();
     work_ready_.notify_one();  // one slot freed: at most one more step to claim
+    taken_.notify_all();       // a worker handing the processor over can go on
     if (result.error) std::rethrow_exception(result.error);
     return std::move(result.value);
   }
@@ -103,10 +138,14 @@ class WorkerPool {
       ++generation_;
       num_steps_ = 0;
       producer_.reset();
+      opener_.reset();
+      open_.reset();
+      opening_ = false;
       for (auto& slot : slots_) slot.reset();
       publish();
     }
     work_ready_.notify_all();
+    taken_.notify_all();  // a worker handing the processor over stops waiting
   }
 
   /// Number of worker threads.
@@ -118,8 +157,22 @@ class WorkerPool {
     std::exception_ptr error;
   };
 
+  /// The head step while it is made in parts.
+  struct OpenStep {
+    std::shared_ptr<StepParts<Value>> parts;
+    std::size_t step = 0;
+    std::size_t generation = 0;
+    std::size_t count = 0;      ///< number of parts
+    std::size_t next_part = 0;  ///< the next part to claim
+    std::size_t done = 0;       ///< parts made
+    std::size_t active = 0;     ///< threads making a part now
+    std::exception_ptr error;   ///< the first part that failed
+  };
+
   /// How long a consumer may spin before it sleeps (a wait longer than that is not short).
   static constexpr std::chrono::nanoseconds max_spin{std::chrono::microseconds(50)};
+  /// How long a worker that finished a step made in parts waits for the consumer to take it.
+  static constexpr std::chrono::microseconds max_hand_over{2000};
 
   /// Waits, `lock` held, until `ready()`: spins (lock released, yielding the processor) for
   /// up to twice the last wait when that was short, then sleeps on `result_ready_`.
@@ -150,13 +203,115 @@ class WorkerPool {
     return next_claim_ < num_steps_ && next_claim_ < next_take_ + slots_.size();
   }
 
+  /// Whether this thread may take a part of the open step now: one is left, and fewer threads
+  /// than processors make parts (one more would only take turns with them, and a thread
+  /// descheduled in the middle of a part would hold the whole step back).
+  bool can_make_part() const {
+    return open_ && open_->next_part < open_->count && open_->active < max_part_makers_;
+  }
+
+  /// Stores the result of `step` unless its epoch was abandoned, and tells the consumer.
+  void deliver(std::size_t step, std::size_t generation, Result result) {
+    if (generation != generation_) return;
+    slots_[step % slots_.size()] = std::move(result);
+    publish();
+    result_ready_.notify_all();
+  }
+
+  /// Claims and makes one part of the open step (`lock` held on entry and on return); the
+  /// thread that makes its last part finishes the step and delivers it.
+  void make_open_part(std::unique_lock<std::mutex>& lock, std::size_t worker) {
+    const std::shared_ptr<OpenStep> open = open_;
+    const std::size_t part = open->next_part++;
+    ++open->active;
+    lock.unlock();
+    std::exception_ptr error;
+    try {
+      open->parts->make_part(part, worker);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    --open->active;
+    if (error && !open->error) open->error = error;
+    if (++open->done < open->count) return;
+    if (open_ == open) {
+      open_.reset();
+      work_ready_.notify_all();  // the workers held back by the open step can claim steps
+    }
+    if (open->generation != generation_) return;
+    Result result;
+    if (open->error) {
+      result.error = open->error;
+    } else {
+      lock.unlock();
+      try {
+        result.value.emplace(open->parts->finish());
+      } catch (...) {
+        result.error = std::current_exception();
+      }
+      lock.lock();
+    }
+    const bool hand_over = worker != consumer && consumer_waiting_;
+    deliver(open->step, open->generation, std::move(result));
+    if (hand_over) {
+      // The consumer sleeps on this step. Were this worker to go on to the next step, with
+      // as many busy workers as processors the consumer would wait for a time slice to end
+      // (milliseconds) before it could take it; waiting here leaves it a processor.
+      taken_.wait_for(lock, max_hand_over, [&] {
+        return stop_ || generation_ != open->generation || next_take_ > open->step;
+      });
+    }
+  }
+
+  /// Opens the head `step` of epoch `generation` for parts (`lock` held on entry and on
+  /// return, `opening_` set by the caller).
+  void open_step(std::unique_lock<std::mutex>& lock, std::size_t step, std::size_t generation,
+                 const std::shared_ptr<const Opener>& opener, std::size_t worker) {
+    lock.unlock();
+    std::shared_ptr<StepParts<Value>> parts;
+    Result failed;
+    try {
+      parts = (*opener)(step, worker);
+    } catch (...) {
+      failed.error = std::current_exception();
+    }
+    lock.lock();
+    if (generation != generation_) return;
+    opening_ = false;
+    if (!parts) {
+      deliver(step, generation, std::move(failed));
+    } else {
+      open_ = std::make_shared<OpenStep>(
+          OpenStep{.parts = std::move(parts), .step = step, .generation = generation});
+      open_->count = std::max<std::size_t>(1, open_->parts->parts());
+      publish();
+      result_ready_.notify_all();  // a consumer waiting for the head step can help
+    }
+    work_ready_.notify_all();  // idle workers can help, or claim later steps again
+  }
+
   void run(std::size_t id) {
     std::unique_lock lock(mutex_);
     for (;;) {
-      work_ready_.wait(lock, [&] { return stop_ || has_claimable_step(); });
+      // While the head step is open, the workers that do not make its parts wait: the
+      // consumer needs it first.
+      work_ready_.wait(lock, [&] {
+        return stop_ || can_make_part() || (!opening_ && !open_ && has_claimable_step());
+      });
       if (stop_) return;
+      if (can_make_part()) {
+        make_open_part(lock, id);
+        continue;
+      }
       const std::size_t step = next_claim_++;
       const std::size_t generation = generation_;
+      if (opener_ && step == next_take_) {
+        opening_ = true;  // the others wait for its parts rather than claim later steps
+        const std::shared_ptr<const Opener> opener = opener_;
+        open_step(lock, step, generation, opener, id);
+        continue;
+      }
       const std::shared_ptr<const Producer> producer = producer_;
       lock.unlock();
       Result result;
@@ -166,20 +321,23 @@ class WorkerPool {
         result.error = std::current_exception();
       }
       lock.lock();
-      if (generation == generation_) {
-        slots_[step % slots_.size()] = std::move(result);
-        publish();
-        result_ready_.notify_all();
-      }
+      deliver(step, generation, std::move(result));
     }
   }
 
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable result_ready_;
+  std::condition_variable taken_;  ///< the consumer took a step
   std::vector<std::optional<Result>> slots_;
   std::vector<std::thread> threads_;
   std::shared_ptr<const Producer> producer_;
+  std::shared_ptr<const Opener> opener_;  ///< null: every step is made whole
+  std::shared_ptr<OpenStep> open_;        ///< the head step while it is made in parts
+  bool opening_ = false;                  ///< a worker is opening the head step
+  bool consumer_waiting_ = false;         ///< the consumer waits in `take`
+  /// The most threads that make parts of the open step at once: one per processor.
+  std::size_t max_part_makers_ = std::max(1U, std::thread::hardware_concurrency());
   std::size_t generation_ = 0;
   std::size_t num_steps_ = 0;
   std::size_t next_claim_ = 0;

@@ -1,0 +1,79 @@
+#pragma once
+/// @file
+/// `BatchParts`: one batch of a loader filled in row ranges by a `PartBatcher`, on whichever
+/// threads take its parts.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <stoke/core/error.hpp>
+#include <stoke/data/batch.hpp>
+#include <stoke/data/detail/step_parts.hpp>
+#include <stoke/data/sample_context.hpp>
+
+namespace stoke::detail {
+
+/// Batch `where.step` of epoch `where.epoch`, allocated by a `PartBatcher` (`pending`) and
+/// filled in `parts` row ranges of nearly equal size. A range that fails is rethrown as a
+/// `DataError` naming the dataset index of its first row and the thread that filled it.
+template <class Output, class Pending>
+class BatchParts final : public StepParts<Batch<Output>> {
+ public:
+  /// Names the thread that runs a part, from the worker number the pool passes.
+  using WorkerName = std::function<std::string(std::size_t worker)>;
+
+  /// `where` names the batch (epoch, step, device) in errors; `indices` are its dataset
+  /// indices, the last `padding` of them padding; `seed` is the loader's, for the sample
+  /// context the batcher sees.
+  BatchParts(Pending pending, std::size_t parts, DataErrorContext where, std::uint64_t seed,
+             std::vector<std::size_t> indices, std::size_t padding, WorkerName worker_name)
+      : pending_(std::move(pending)),
+        parts_(std::clamp<std::size_t>(parts, 1, std::max<std::size_t>(1, pending_.rows()))),
+        where_(std::move(where)),
+        seed_(seed),
+        indices_(std::move(indices)),
+        padding_(padding),
+        worker_name_(std::move(worker_name)) {}
+
+  [[nodiscard]] std::size_t parts() const override { return parts_; }
+
+  void make_part(std::size_t part, std::size_t worker) override {
+    const std::size_t rows = pending_.rows();
+    const std::size_t first = rows * part / parts_;
+    const std::size_t last = rows * (part + 1) / parts_;
+    const SampleContext context{seed_, where_.epoch, indices_, std::nullopt};
+    const SampleContextScope scope(context);
+    try {
+      pending_.fill(first, last);
+    } catch (...) {
+      DataErrorContext at = where_;
+      at.index = first < indices_.size() ? indices_[first] : 0;
+      at.stage = "batch";
+      at.worker = worker_name_(worker);
+      throw DataError(std::move(at), current_exception_message());
+    }
+  }
+
+  Batch<Output> finish() override {
+    return Batch<Output>{std::move(pending_).finish(), where_.epoch, where_.step, padding_,
+                         std::move(indices_)};
+  }
+
+ private:
+  Pending pending_;
+  std::size_t parts_;
+  DataErrorContext where_;
+  std::uint64_t seed_;
+  std::vector<std::size_t> indices_;
+  std::size_t padding_;
+  WorkerName worker_name_;
+};
+
+}  // namespace stoke::detail

@@ -1,0 +1,353 @@
+// PartBatcher: a batch made in row ranges equals the whole batch; the multithread loader has
+// the first batch of an epoch filled by several threads (the consumer among them), with the
+// same batches, errors that name the row's index and thread, and clean drops.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <stoke/stoke.hpp>
+
+#include "stoke_test_support.hpp"
+#include "toy_images.hpp"
+
+namespace {
+
+using stoke::cpu::Backend;
+using stoke::testing::IotaDataset;
+using stoke::testing::ToyImages;
+using namespace std::chrono_literals;
+
+/// How long a test double waits for another thread before it gives up (the test then fails).
+constexpr auto patience = 10s;
+
+/// Sample `i` is the row `{i, 2i, 3i}`.
+struct RowDataset {
+  std::size_t count = 0;
+  [[nodiscard]] std::size_t size() const { return count; }
+  [[nodiscard]] std::vector<std::int32_t> get(std::size_t i) const {
+    const auto v = static_cast<std::int32_t>(i);
+    return {v, 2 * v, 3 * v};
+  }
+};
+
+/// Which threads filled the parts of one batch made in parts.
+struct FillRecord {
+  std::mutex mutex;
+  std::condition_variable filled;
+  std::set<std::thread::id> threads;
+  std::vector<std::size_t> first_items;  ///< the first item of the batch, once per opening
+};
+
+/// How `RecordingBatcher` fills a part. A part waits (up to `patience`) until
+/// `threads_per_batch` threads have filled parts of its batch; a part whose rows hold
+/// `failing_item` throws.
+struct FillSettings {
+  std::shared_ptr<FillRecord> record = std::make_shared<FillRecord>();
+  std::size_t threads_per_batch = 1;
+  std::optional<std::size_t> failing_item;
+  std::chrono::microseconds part_delay{0};
+};
+
+/// A batch of dataset indices being filled in parts by `RecordingBatcher`.
+class RecordedPending {
+ public:
+  RecordedPending(FillSettings settings, std::vector<std::size_t> items)
+      : settings_(std::move(settings)), items_(std::move(items)), out_(items_.size()) {}
+  [[nodiscard]] std::size_t rows() const { return items_.size(); }
+  void fill(std::size_t first, std::size_t last) {
+    FillRecord& record = *settings_.record;
+    {
+      std::unique_lock lock(record.mutex);
+      threads_->insert(std::this_thread::get_id());
+      record.threads.insert(std::this_thread::get_id());
+      record.filled.notify_all();
+      record.filled.wait_for(lock, patience,
+                             [&] { return threads_->size() >= settings_.threads_per_batch; });
+    }
+    std::this_thread::sleep_for(settings_.part_delay);
+    for (std::size_t i = first; i < last; ++i) {
+      if (items_[i] == settings_.failing_item) {
+        throw std::runtime_error("cannot batch item " + std::to_string(items_[i]));
+      }
+      out_[i] = items_[i];
+    }
+  }
+  [[nodiscard]] std::vector<std::size_t> finish() && { return std::move(out_); }
+
+ private:
+  FillSettings settings_;
+  std::vector<std::size_t> items_;
+  std::vector<std::size_t> out_;
+  std::shared_ptr<std::set<std::thread::id>> threads_ =
+      std::make_shared<std::set<std::thread::id>>();
+};
+
+/// A `PartBatcher` of dataset indices that records the threads filling each batch made in
+/// parts, and the first item of every batch it began.
+struct RecordingBatcher {
+  FillSettings settings;
+
+  [[nodiscard]] std::vector<std::size_t> batch(std::vector<std::size_t> items,
+                                               const stoke::cpu::Device&) const {
+    return items;
+  }
+  [[nodiscard]] RecordedPending begin_batch(std::vector<std::size_t> items,
+                                            const stoke::cpu::Device&) const {
+    {
+      const std::lock_guard lock(settings.record->mutex);
+      settings.record->first_items.push_back(items.empty() ? SIZE_MAX : items.front());
+    }
+    return {settings, std::move(items)};
+  }
+};
+
+static_assert(
+    stoke::PartBatcher<stoke::cpu::StackBatcher<float>, Backend, std::vector<std::int32_t>>);
+static_assert(
+    stoke::PartBatcher<stoke::cpu::ClassificationBatcher, Backend, stoke::cpu::LabeledImage>);
+static_assert(stoke::PartBatcher<RecordingBatcher, Backend, std::size_t>);
+// A batch of plain numbers is not worth splitting, and a plain batcher cannot be split.
+static_assert(stoke::Batcher<stoke::cpu::StackBatcher<float>, Backend, std::int32_t>);
+static_assert(!stoke::PartBatcher<stoke::cpu::StackBatcher<float>, Backend, std::int32_t>);
+static_assert(!stoke::PartBatcher<stoke::testing::ItemsBatcher, Backend, std::size_t>);
+
+/// Whether this machine lets two threads make parts at once (the pool allows one per
+/// processor).
+bool two_part_makers() {
+  return std::thread::hardware_concurrency() >= 2;
+}
+
+TEST(PartBatcher, AStackFilledInRangesInAnyOrderEqualsTheWholeBatch) {
+  const RowDataset data{9};
+  std::vector<std::vector<std::int32_t>> items;
+  for (std::size_t i = 0; i < data.size(); ++i) items.push_back(data.get(i));
+  const stoke::cpu::StackBatcher<float> batcher{.scale = 0.5F, .offset = 1.0F};
+  const auto whole = batcher.batch(items, stoke::cpu::Device{});
+  auto pending = batcher.begin_batch(items, stoke::cpu::Device{});
+  ASSERT_EQ(pending.rows(), 9u);
+  pending.fill(5, 9);
+  pending.fill(0, 2);
+  pending.fill(2, 5);
+  const auto parts = std::move(pending).finish();
+  EXPECT_EQ(parts.shape(), whole.shape());
+  EXPECT_THAT(parts.values(), testing::ElementsAreArray(whole.values()));
+  EXPECT_EQ(parts.values()[3 * 4 + 2], 3.0F * 4 * 0.5F + 1.0F);
+}
+
+TEST(PartBatcher, AStackRefusesRangesOfDifferentLengthsBeforeAnyRowIsFilled) {
+  const stoke::cpu::StackBatcher<float> batcher;
+  std::vector<std::vector<std::int32_t>> items{{1, 2}, {3, 4}, {5}};
+  try {
+    (void)batcher.begin_batch(items, stoke::cpu::Device{});
+    FAIL() << "ranges of 2 and 1 elements were stacked";
+  } catch (const stoke::InputError& error) {
+    EXPECT_THAT(error.what(),
+                testing::HasSubstr("item 2 of the batch has 1 elements, item 0 has 2"));
+  }
+}
+
+TEST(PartBatcher, ImagesFilledInRangesEqualTheWholeClassificationBatch) {
+  const ToyImages images(7);
+  std::vector<stoke::cpu::LabeledImage> items;
+  for (std::size_t i = 0; i < images.size(); ++i) items.push_back(images.get(i));
+  const stoke::cpu::ClassificationBatcher batcher{.mean = 0.25F, .std = 0.5F};
+  const auto whole = batcher.batch(items, stoke::cpu::Device{});
+  auto pending = batcher.begin_batch(items, stoke::cpu::Device{});
+  pending.fill(3, 7);
+  pending.fill(0, 3);
+  const auto parts = std::move(pending).finish();
+  EXPECT_THAT(parts.inputs.values(), testing::ElementsAreArray(whole.inputs.values()));
+  EXPECT_EQ(parts.labels, whole.labels);
+}
+
+TEST(WorkerPoolParts, TheWaitingConsumerMakesPartsOfTheStepItNeeds) {
+  if (!two_part_makers()) GTEST_SKIP() << "one processor: only one thread makes parts at once";
+  using Pool = stoke::detail::WorkerPool<int>;
+
+  /// Two parts; each waits until the consumer has made one, so the step completes only if
+  /// the consumer helps.
+  struct WaitForConsumer : stoke::detail::StepParts<int> {
+    std::mutex mutex;
+    std::condition_variable made;
+    bool consumer_made = false;
+    int sum = 0;
+    [[nodiscard]] std::size_t parts() const override { return 2; }
+    void make_part(std::size_t part, std::size_t worker) override {
+      std::unique_lock lock(mutex);
+      if (worker == Pool::consumer) consumer_made = true;
+      made.notify_all();
+      made.wait_for(lock, patience, [&] { return consumer_made; });
+      sum += static_cast<int>(part) + 1;
+    }
+    int finish() override { return consumer_made ? sum : -1; }
+  };
+
+  Pool pool(1, 2);
+  std::vector<std::size_t> opened;
+  std::mutex opened_mutex;
+  const std::size_t generation = pool.start(
+      3, [](std::size_t step, std::size_t) { return 100 + static_cast<int>(step); },
+      [&](std::size_t step, std::size_t) {
+        const std::lock_guard lock(opened_mutex);
+        opened.push_back(step);
+        return std::make_shared<WaitForConsumer>();
+      });
+  const auto start = std::chrono::steady_clock::now();
+  const std::optional<int> first = pool.take(generation);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, patience) << "the consumer did not help";
+  EXPECT_EQ(first, 3);  // both parts made, one of them by the consumer
+  // Later steps are made whole or in parts, but always in order.
+  for (int step = 1; step < 3; ++step) {
+    const std::optional<int> value = pool.take(generation);
+    ASSERT_TRUE(value.has_value());
+    EXPECT_TRUE(*value == 100 + step || *value == 3) << "step " << step;
+  }
+  EXPECT_EQ(pool.take(generation), std::nullopt);
+  const std::lock_guard lock(opened_mutex);
+  ASSERT_FALSE(opened.empty());
+  EXPECT_EQ(opened.front(), 0u);  // the first step of an epoch is always made in parts
+}
+
+TEST(MultiThreadLoaderParts, TheFirstBatchOfEveryEpochIsFilledByMoreThanOneThread) {
+  if (!two_part_makers()) GTEST_SKIP() << "one processor: only one thread makes parts at once";
+  const RecordingBatcher batcher{{.threads_per_batch = 2}};
+  auto loader = stoke::DataLoaderBuilder<Backend, RecordingBatcher>(batcher)
+                    .batch_size(16)
+                    .shuffle(3)
+                    .num_workers(2)
+                    .build(IotaDataset{64});
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    const auto start = std::chrono::steady_clock::now();
+    auto range = loader.iter();
+    auto batch = range.begin();
+    EXPECT_LT(std::chrono::steady_clock::now() - start, patience)
+        << "epoch " << epoch << ": one thread filled the first batch alone";
+    EXPECT_EQ(batch->step, 0u);
+    EXPECT_EQ(batch->data, batch->indices);  // every row filled, with its own item
+    for (++batch; batch != range.end(); ++batch) EXPECT_EQ(batch->data, batch->indices);
+  }
+  const std::lock_guard lock(batcher.settings.record->mutex);
+  EXPECT_GE(batcher.settings.record->first_items.size(), 3u);  // at least one opening per epoch
+  EXPECT_GE(batcher.settings.record->threads.size(), 2u);
+}
+
+TEST(MultiThreadLoaderParts, BatchesMadeInPartsEqualTheCallerThreadLoadersForAnyWorkerCount) {
+  const auto build = [](std::size_t workers) {
+    return stoke::DataLoaderBuilder<Backend, stoke::cpu::StackBatcher<float>>({.scale = 0.25F})
+        .batch_size(6)
+        .shuffle(11)
+        .num_workers(workers)
+        .prefetch(2)
+        .build(RowDataset{40});
+  };
+  auto reference = build(0);
+  std::vector<std::vector<std::vector<float>>> expected(3);
+  for (auto& epoch : expected) {
+    for (const auto& batch : reference.iter()) {
+      epoch.emplace_back(batch.data.values().begin(), batch.data.values().end());
+    }
+  }
+  for (const std::size_t workers : {1u, 2u, 3u}) {
+    auto loader = build(workers);
+    for (std::size_t epoch = 0; epoch < expected.size(); ++epoch) {
+      std::vector<std::vector<float>> seen;
+      for (const auto& batch : loader.iter()) {
+        seen.emplace_back(batch.data.values().begin(), batch.data.values().end());
+      }
+      EXPECT_EQ(seen, expected[epoch]) << workers << " workers, epoch " << epoch;
+    }
+  }
+}
+
+TEST(MultiThreadLoaderParts, AFailedPartNamesTheIndexOfItsRowAndTheThreadThatFilledIt) {
+  // Batches of 4 rows, cut into 4 parts of one row: the failing row is named exactly.
+  const RecordingBatcher batcher{{.failing_item = 2}};
+  auto loader = stoke::DataLoaderBuilder<Backend, RecordingBatcher>(batcher)
+                    .batch_size(4)
+                    .num_workers(1)
+                    .build(IotaDataset{12});
+  try {
+    for (const auto& batch : loader.iter()) (void)batch;
+    FAIL() << "the failing row was not reported";
+  } catch (const stoke::DataError& error) {
+    EXPECT_EQ(error.context().index, 2u);
+    EXPECT_EQ(error.context().step, 0u);
+    EXPECT_EQ(error.context().stage, "batch");
+    EXPECT_THAT(error.context().worker, testing::AnyOf("worker 0", "consumer"));
+    EXPECT_THAT(error.what(), testing::HasSubstr("cannot batch item 2"));
+  }
+  // The loader goes on: another epoch fails the same way, not with a hang.
+  EXPECT_THROW(
+      {
+        for (const auto& batch : loader.iter()) (void)batch;
+      },
+      stoke::DataError);
+}
+
+TEST(MultiThreadLoaderParts, ABatchThatCannotBeginNamesItsFirstIndex) {
+  /// Row `i` has `1 + (i == 5)` elements: the batch holding sample 5 cannot be stacked.
+  struct RaggedRows {
+    [[nodiscard]] std::size_t size() const { return 8; }
+    [[nodiscard]] std::vector<std::int32_t> get(std::size_t i) const {
+      return std::vector<std::int32_t>(i == 5 ? 2 : 1, static_cast<std::int32_t>(i));
+    }
+  };
+  auto loader = stoke::DataLoaderBuilder<Backend, stoke::cpu::StackBatcher<float>>({})
+                    .batch_size(4)
+                    .num_workers(2)
+                    .build(RaggedRows{});
+  auto range = loader.iter();
+  auto batch = range.begin();
+  EXPECT_EQ(batch->indices, (std::vector<std::size_t>{0, 1, 2, 3}));
+  try {
+    ++batch;
+    FAIL() << "a ragged batch was stacked";
+  } catch (const stoke::DataError& error) {
+    EXPECT_EQ(error.context().index, 4u);  // the batch's first index
+    EXPECT_EQ(error.context().stage, "batch");
+    EXPECT_THAT(error.what(), testing::HasSubstr("item 1 of the batch has 2 elements"));
+  }
+}
+
+TEST(MultiThreadLoaderParts, DroppingARangeWhileItsFirstBatchIsMadeInPartsDoesNotHang) {
+  const RecordingBatcher batcher{{.part_delay = 2ms}};
+  auto loader = stoke::DataLoaderBuilder<Backend, RecordingBatcher>(batcher)
+                    .batch_size(32)
+                    .shuffle(5)
+                    .num_workers(2)
+                    .build(IotaDataset{128});
+  for (int round = 0; round < 5; ++round) {
+    auto range = loader.iter();  // the workers open the first batch, then the range goes
+  }
+  {
+    auto range = loader.iter();
+    auto batch = range.begin();  // one batch taken, the next ones dropped while being made
+    EXPECT_EQ(batch->data, batch->indices);
+  }
+  std::vector<std::size_t> seen;
+  for (const auto& batch : loader.iter()) {
+    EXPECT_EQ(batch.data, batch.indices);
+    seen.insert(seen.end(), batch.data.begin(), batch.data.end());
+  }
+  std::sort(seen.begin(), seen.end());
+  std::vector<std::size_t> every(128);
+  std::iota(every.begin(), every.end(), std::size_t{0});
+  EXPECT_EQ(seen, every);
+}
+
+}  // namespace
