@@ -8,7 +8,8 @@
 //   stream_copy: the same bytes read and written by a plain sequential loop, no loader: the
 //                memory-bandwidth limit of the image workload on this machine.
 //   first_batch: a new multithread loader's first batch (with a pool of its own, and with a
-//   pool shared by the loaders), and the first batch of a later epoch.
+//   pool shared by the loaders), and the first batch of a later epoch; the mean, and the
+//   median and 90th percentile of single runs (counters median_s, p90_s).
 //
 // `loader_bench --peak-memory` runs none of them: it runs one image epoch and prints the peak
 // growth of anonymous resident memory against the bound `prefetch depth x batch bytes`
@@ -231,9 +232,37 @@ BENCHMARK(stream_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
 
 using Clock = std::chrono::steady_clock;
 
-/// A new multithread image loader (2 workers): build, `iter()`, first batch. Its threads are
-/// joined outside the timed part. With `shared_pool:0` every loader's batcher has a pool of
-/// its own, so its first batch is written to fresh memory (which the kernel zero-fills on
+/// The first-batch times of one repetition: each iteration's time is the manual time (so
+/// Google Benchmark's figure is their mean), and the counters `median_s` and `p90_s` say
+/// how they spread. The peers print the median of single runs, so the comparison uses
+/// `median_s`; the mean also holds the rare run that a descheduled thread made slow.
+class FirstBatchTimes {
+ public:
+  explicit FirstBatchTimes(benchmark::State& state) : state_(state) {}
+  FirstBatchTimes(const FirstBatchTimes&) = delete;
+  FirstBatchTimes& operator=(const FirstBatchTimes&) = delete;
+  ~FirstBatchTimes() {
+    if (seconds_.empty()) return;
+    std::sort(seconds_.begin(), seconds_.end());
+    state_.counters["median_s"] = seconds_[seconds_.size() / 2];
+    state_.counters["p90_s"] = seconds_[seconds_.size() * 9 / 10];
+  }
+  /// Records one iteration that started at `start` and ends now.
+  void record(Clock::time_point start) {
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    state_.SetIterationTime(seconds);
+    seconds_.push_back(seconds);
+  }
+
+ private:
+  benchmark::State& state_;
+  std::vector<double> seconds_;
+};
+
+/// A new multithread image loader (2 workers): build, `iter()`, first batch (which the
+/// workers and the waiting consumer fill together: `StackBatcher` is a `PartBatcher`). Its
+/// threads are joined outside the timed part. With `shared_pool:0` every loader's batcher has a
+/// pool of its own, so its first batch is written to fresh memory (which the kernel zero-fills on
 /// first touch); with `shared_pool:1` the loaders' batchers share one pool that outlives them
 /// (as a framework making a loader per epoch or per trial would), so it is memory an earlier
 /// loader used.
@@ -241,6 +270,7 @@ void first_batch_new_loader(benchmark::State& state) {
   const auto& data = image_dataset();
   const stoke::cpu::BufferPool shared;
   const bool share = state.range(1) != 0;
+  FirstBatchTimes times(state);
   for (auto _ : state) {
     const auto start = Clock::now();
     {
@@ -249,7 +279,7 @@ void first_batch_new_loader(benchmark::State& state) {
                         .build(data);
       auto range = loader.iter();
       benchmark::DoNotOptimize(range.begin()->data.values().data());
-      state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+      times.record(start);
     }
   }
 }
@@ -263,6 +293,7 @@ BENCHMARK(first_batch_new_loader)
 /// The same for the small-item loader (batch 64): what starting the loader itself costs.
 void first_batch_new_loader_small(benchmark::State& state) {
   const auto& data = small_dataset();
+  FirstBatchTimes times(state);
   for (auto _ : state) {
     const auto start = Clock::now();
     {
@@ -274,7 +305,7 @@ void first_batch_new_loader_small(benchmark::State& state) {
                         .build(data);
       auto range = loader.iter();
       benchmark::DoNotOptimize(range.begin()->data.labels.data());
-      state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+      times.record(start);
     }
   }
 }
@@ -290,12 +321,13 @@ void first_batch_later_epoch(benchmark::State& state) {
   auto loader = image_builder(static_cast<std::size_t>(state.range(0)))
                     .build(stoke::PartialDataset(image_dataset(), 0, 4 * image_batch));
   for (const auto& batch : loader.iter()) benchmark::DoNotOptimize(batch.data.values().data());
+  FirstBatchTimes times(state);
   for (auto _ : state) {
     const auto start = Clock::now();
     auto range = loader.iter();
     auto it = range.begin();
     benchmark::DoNotOptimize(it->data.values().data());
-    state.SetIterationTime(std::chrono::duration<double>(Clock::now() - start).count());
+    times.record(start);
     for (++it; it != range.end(); ++it) benchmark::DoNotOptimize(it->data.values().data());
   }
 }
