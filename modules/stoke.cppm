@@ -52,7 +52,6 @@ export namespace stoke {
 using stoke::Batch;
 using stoke::batch_output_t;
 using stoke::Batcher;
-using stoke::PartBatcher;
 using stoke::BatchLoader;
 using stoke::current_sample_context;
 using stoke::DataLoader;
@@ -72,6 +71,7 @@ using stoke::LoaderOptions;
 using stoke::LoaderState;
 using stoke::MultiThreadLoader;
 using stoke::parse_loader_state;
+using stoke::PartBatcher;
 using stoke::PartStep;
 using stoke::Plan;
 using stoke::prefetch_to_device;
