@@ -5,6 +5,8 @@
 #include <cublas_v2.h>
 #include <CLI/CLI.hpp>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdio>
@@ -169,14 +171,16 @@ int main(int argc, char** argv) {
                                                    file("t10k-labels-idx1-ubyte"));
     const stoke::cuda::ImageBatcher batcher(0.2860F, 0.3530F);
     using Builder = stoke::DataLoaderBuilder<stoke::cuda::Backend, stoke::cuda::ImageBatcher>;
-    const auto train = stoke::split(Builder(batcher)
-                                        .batch_size(batch_size)
-                                        .shuffle(seed)
-                                        .num_workers(workers)
-                                        .drop_last()
-                                        .build(train_set),
-                                    devices);
-    const auto test = stoke::split(
+    // Each device keeps its loader across epochs: its epoch counter advances with every
+    // iter(), so every epoch has a new order (a copy made per epoch would replay epoch 0).
+    auto train = stoke::split(Builder(batcher)
+                                  .batch_size(batch_size)
+                                  .shuffle(seed)
+                                  .num_workers(workers)
+                                  .drop_last()
+                                  .build(train_set),
+                              devices);
+    auto test = stoke::split(
         Builder(batcher).batch_size(500).num_workers(workers).pad().build(test_set), devices);
 
     std::vector<float> initial(kParameters, 0.0F);
@@ -189,20 +193,22 @@ int main(int argc, char** argv) {
 
     for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
       std::vector<stoke::StepOutput> trained(devices.size()), tested(devices.size());
+      std::vector<double> train_seconds(devices.size(), 0.0);
       std::vector<std::thread> threads;
       std::vector<std::exception_ptr> errors(devices.size());
       for (std::size_t d = 0; d < devices.size(); ++d) {
         threads.emplace_back([&, d] {
           try {
             if (!replicas[d]) replicas[d] = std::make_unique<Replica>(devices[d], initial);
-            auto train_part = train[d];
-            auto test_part = test[d];
-            for (auto& batch : train_part.iter()) {
+            const auto start = std::chrono::steady_clock::now();
+            for (auto& batch : train[d].iter()) {
               trained[d] += replicas[d]->step(batch.data, batch.padding, true);
               collective->all_reduce_sum(d, replicas[d]->gradients());
               replicas[d]->sgd(learning_rate / static_cast<float>(items_per_step));
             }
-            for (auto& batch : test_part.iter()) {
+            train_seconds[d] =
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+            for (auto& batch : test[d].iter()) {
               tested[d] += replicas[d]->step(batch.data, batch.padding, false);
             }
           } catch (...) {
@@ -219,9 +225,11 @@ int main(int argc, char** argv) {
         train_sum += trained[d];
         test_sum += tested[d];
       }
-      std::printf("epoch %zu on %zu GPUs: train loss %.4f, test accuracy %.4f\n", epoch + 1,
-                  devices.size(), train_sum.loss_sum / double(train_sum.count),
-                  double(test_sum.correct) / double(test_sum.count));
+      const double seconds = *std::max_element(train_seconds.begin(), train_seconds.end());
+      std::printf("epoch %zu on %zu GPUs: train loss %.4f, test accuracy %.4f, %.0f samples/s\n",
+                  epoch + 1, devices.size(), train_sum.loss_sum / double(train_sum.count),
+                  double(test_sum.correct) / double(test_sum.count),
+                  double(train_sum.count) / seconds);
     }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "multi_gpu: %s\n", error.what());

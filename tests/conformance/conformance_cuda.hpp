@@ -8,6 +8,8 @@
 
 #include <stoke/cuda.hpp>
 
+#include "cuda_skip.hpp"
+
 #include "conformance_traits.hpp"
 
 namespace stoke::testing {
@@ -23,7 +25,12 @@ struct ConformanceTraits<cuda::Backend> {
       out[i] = visible[i % visible.size()];
     return out;
   }
-  static std::string skip_reason() { return cuda::unavailable_reason(); }
+  /// Why CUDA cannot run here; under `STOKE_REQUIRE_CUDA=1` that is also a failure.
+  static std::string skip_reason() {
+    std::string why = cuda::unavailable_reason();
+    if (!why.empty() && cuda_required()) ADD_FAILURE() << why << " (STOKE_REQUIRE_CUDA=1)";
+    return why;
+  }
   static void set_up() {}
   static void tear_down() {}
   static bool uploaded(const cuda::Buffer& buffer) { return buffer.written().ready(); }

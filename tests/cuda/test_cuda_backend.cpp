@@ -47,6 +47,7 @@ TEST(CudaBackend, AFailedCallThrowsDeviceErrorWithStatusAndCallSite) {
 TEST(CudaBackend, WithoutADeviceTheListIsEmptyAndTheReasonSaysWhy) {
   if (!stoke::cuda::unavailable_reason().empty()) {
     EXPECT_TRUE(stoke::cuda::Backend::devices().empty());
+    if (stoke::testing::cuda_required()) FAIL() << stoke::cuda::unavailable_reason();
     GTEST_SKIP() << stoke::cuda::unavailable_reason();
   }
   EXPECT_FALSE(stoke::cuda::Backend::devices().empty());

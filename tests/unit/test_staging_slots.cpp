@@ -4,6 +4,7 @@
 // and ASan.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -98,6 +99,24 @@ bool eventually(Condition condition) {
 
 TEST(StagingSlots, RejectsAPoolWithoutSlots) {
   EXPECT_THROW(Slots(0, TestAllocator{std::make_shared<Counters>()}), std::invalid_argument);
+}
+
+TEST(StagingSlots, ReserveAllocatesEverySlotSoLaterClaimsAllocateNothing) {
+  Pool pool(3);
+  pool.slots.reserve(64);
+  EXPECT_EQ(pool.slots.allocated(), 3u);
+  EXPECT_EQ(pool.counters->allocations, 3);
+  // Three copies in flight at once, each of at most the reserved size: no new allocation.
+  std::vector<TestFence> fences;
+  std::vector<int> ids;
+  for (int i = 0; i < 3; ++i) {
+    fences.push_back(TestFence::pending());
+    ids.push_back(use(pool.slots, 64, fences.back()));
+  }
+  EXPECT_EQ(pool.counters->allocations, 3);
+  std::sort(ids.begin(), ids.end());
+  EXPECT_EQ(ids, (std::vector<int>{1, 2, 3}));
+  for (auto& fence : fences) fence.signal();
 }
 
 TEST(StagingSlots, AllocatesOnlyWhenNoSlotIsReadyAndNeverMoreThanCapacity) {
@@ -216,7 +235,9 @@ TEST(StagingSlots, AClaimEndedWithoutAFenceLeavesTheSlotReady) {
   const TestFence copy = TestFence::pending();
   use(pool.slots, 8, copy);
   copy.signal();
-  { auto failed = pool.slots.claim(8); }  // as when filling throws: nothing new uses it
+  {
+    auto failed = pool.slots.claim(8);
+  }  // as when filling throws: nothing new uses it
   EXPECT_EQ(use(pool.slots, 8, TestFence{}), 1);
   EXPECT_EQ(pool.counters->allocations, 1);
 }

@@ -1,30 +1,127 @@
-// The u8 -> normalised float32 kernel of cuda::ImageBatcher.
+// The CUDA backend's kernels: the u8 -> normalised float32 lookup of cuda::ImageBatcher, and
+// the spin and delayed-copy kernels that benchmarks and tests use as steps of known length.
 #include <stoke/cuda/kernels.hpp>
 
 namespace stoke::cuda::kernels {
 namespace {
 
+constexpr unsigned threads_per_block = 256;
+
+/// Bytes one thread converts in the vector path.
+constexpr std::size_t bytes_per_thread = 16;
+
+/// A grid of at most `limit` blocks covering `work` items, one per thread.
+unsigned blocks_for(std::size_t work, std::size_t limit = 65535) {
+  const std::size_t wanted = (work + threads_per_block - 1) / threads_per_block;
+  return static_cast<unsigned>(wanted < limit ? (wanted == 0 ? 1 : wanted) : limit);
+}
+
+/// Converts four bytes of `word` (little-endian) through `table`.
+__device__ float4 lookup4(const float* table, unsigned word) {
+  return make_float4(table[word & 0xFFU], table[(word >> 8) & 0xFFU], table[(word >> 16) & 0xFFU],
+                     table[word >> 24]);
+}
+
+/// Vector path: thread t converts bytes [16 t, 16 t + 16) with one 16-byte load and four
+/// float4 stores; the scalar tail (count % 16) is done by the first threads of the grid.
 __global__ void normalize_u8_kernel(const std::uint8_t* in, float* out, std::size_t count,
-                                    float mean, float std) {
+                                    ByteTable table) {
+  __shared__ float shared[256];
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) shared[i] = table.values[i];
+  __syncthreads();
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t vectors = count / bytes_per_thread;
+  const auto* in16 = reinterpret_cast<const uint4*>(in);
+  auto* out4 = reinterpret_cast<float4*>(out);
+  for (std::size_t v = first; v < vectors; v += stride) {
+    const uint4 bytes = __ldg(in16 + v);
+    float4* target = out4 + v * 4;
+    __stcs(target + 0, lookup4(shared, bytes.x));
+    __stcs(target + 1, lookup4(shared, bytes.y));
+    __stcs(target + 2, lookup4(shared, bytes.z));
+    __stcs(target + 3, lookup4(shared, bytes.w));
+  }
+  for (std::size_t i = vectors * bytes_per_thread + first; i < count; i += stride) {
+    out[i] = shared[in[i]];
+  }
+}
+
+/// The same lookup one byte a thread, for pointers that are not 16-byte aligned.
+__global__ void normalize_u8_scalar_kernel(const std::uint8_t* in, float* out, std::size_t count,
+                                           ByteTable table) {
+  __shared__ float shared[256];
+  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) shared[i] = table.values[i];
+  __syncthreads();
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
-    // The same operations, in the same order, as cpu::ClassificationBatcher's table;
-    // __fdiv_rn and __fsub_rn keep the compiler from contracting or approximating them.
-    out[i] = __fdiv_rn(__fsub_rn(__fdiv_rn(static_cast<float>(in[i]), 255.0F), mean), std);
+    out[i] = shared[in[i]];
   }
+}
+
+/// The device's nanosecond clock.
+__device__ std::uint64_t global_time() {
+  std::uint64_t now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  return now;
+}
+
+__global__ void spin_kernel(std::uint64_t nanoseconds, const float* input, float* sink) {
+  const std::uint64_t start = global_time();
+  while (global_time() - start < nanoseconds) {
+  }
+  if (input != nullptr && sink != nullptr) *sink = input[0];
+}
+
+__global__ void delayed_copy_kernel(const float* in, float* out, std::size_t count,
+                                    std::uint64_t nanoseconds) {
+  const std::uint64_t start = global_time();
+  while (global_time() - start < nanoseconds) {
+  }
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
+       i += stride) {
+    out[i] = in[i];
+  }
+}
+
+/// Launches `kernel` and returns the status of this launch only (cudaLaunchKernel reports its
+/// own failure; cudaGetLastError would also report an earlier call's).
+template <class... Args>
+cudaError_t launch(void (*kernel)(Args...), unsigned blocks, cudaStream_t stream,
+                   Args... args) noexcept {
+  void* pointers[] = {static_cast<void*>(&args)...};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
+                          dim3(threads_per_block), pointers, 0, stream);
 }
 
 }  // namespace
 
-cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count, float mean,
-                         float std, cudaStream_t stream) noexcept {
+cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
+                         const ByteTable& table, cudaStream_t stream) noexcept {
   if (count == 0) return cudaSuccess;
-  constexpr unsigned threads = 256;
-  const std::size_t wanted = (count + threads - 1) / threads;
-  const unsigned blocks = static_cast<unsigned>(wanted < 65535 ? wanted : 65535);
-  normalize_u8_kernel<<<blocks, threads, 0, stream>>>(in, out, count, mean, std);
-  return cudaGetLastError();
+  const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
+  if (!aligned) {
+    return launch(normalize_u8_scalar_kernel, blocks_for(count), stream, in, out, count, table);
+  }
+  // One vector a thread (a grid-stride loop past 65535 blocks); the tail needs one block.
+  return launch(normalize_u8_kernel, blocks_for(count / bytes_per_thread), stream, in, out, count,
+                table);
+}
+
+cudaError_t spin(std::uint64_t nanoseconds, const float* input, float* sink,
+                 cudaStream_t stream) noexcept {
+  void* pointers[] = {&nanoseconds, &input, &sink};
+  return cudaLaunchKernel(reinterpret_cast<const void*>(spin_kernel), dim3(1), dim3(1), pointers, 0,
+                          stream);
+}
+
+cudaError_t delayed_copy(const float* in, float* out, std::size_t count, std::uint64_t nanoseconds,
+                         cudaStream_t stream) noexcept {
+  if (count == 0) return cudaSuccess;
+  return launch(delayed_copy_kernel, blocks_for(count), stream, in, out, count, nanoseconds);
 }
 
 }  // namespace stoke::cuda::kernels

@@ -15,6 +15,7 @@
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/tensor.hpp>
 #include <stoke/data/detail/image_batch_checks.hpp>
+#include <stoke/data/detail/normalization_table.hpp>
 
 namespace stoke::cpu {
 
@@ -29,9 +30,7 @@ class PendingClassification {
       : items_(std::move(items)) {
     stoke::detail::check_image_normalization("ClassificationBatcher", mean, std);
     // One float per byte value, computed with the exact formula, then looked up per pixel.
-    for (std::size_t value = 0; value < table_.size(); ++value) {
-      table_[value] = (static_cast<float>(value) / 255.0F - mean) / std;
-    }
+    table_ = stoke::detail::normalization_table(mean, std);
     const std::size_t pixels = stoke::detail::image_batch_pixels(items_);
     out_ = ClassificationBatch{Tensor<float>::uninitialized({items_.size(), pixels}, device, pool),
                                stoke::detail::image_batch_labels("ClassificationBatcher", items_)};

@@ -64,9 +64,7 @@ struct Backend {
 #endif
 
   /// `"cuda"`.
-  static constexpr std::string_view name() noexcept {
-    return "cuda";
-  }
+  static constexpr std::string_view name() noexcept { return "cuda"; }
 
   /// The visible devices `cuda:0 .. cuda:N-1`; none when there is no device or no driver
   /// (`unavailable_reason` says why). Other runtime errors throw.

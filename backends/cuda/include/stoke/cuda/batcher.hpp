@@ -26,6 +26,7 @@
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/cuda/stager.hpp>
 #include <stoke/data/detail/image_batch_checks.hpp>
+#include <stoke/data/detail/normalization_table.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/data/prefetch.hpp>
 
@@ -107,7 +108,10 @@ class ImageBatcher {
  public:
   /// Normalises with `mean` and `std`, staging through `staging_slots` buffers per device.
   explicit ImageBatcher(float mean = 0.0F, float std = 1.0F, std::size_t staging_slots = 4)
-      : mean_(mean), std_(std), stagers_(std::make_shared<detail::StagerCache>(staging_slots)) {}
+      : mean_(mean),
+        std_(std),
+        table_(kernels::ByteTable::of(stoke::detail::normalization_table(mean, std))),
+        stagers_(std::make_shared<detail::StagerCache>(staging_slots)) {}
 
   /// Subtracted after scaling bytes to [0, 1].
   [[nodiscard]] float mean() const noexcept { return mean_; }
@@ -134,7 +138,7 @@ class ImageBatcher {
     const cudaStream_t stream = stager.context()->copy_stream();
     Buffer inputs(stager.context(), count * sizeof(float));
     STOKE_CUDA_CHECK(kernels::normalize_u8(static_cast<const std::uint8_t*>(bytes.value.data()),
-                                           static_cast<float*>(inputs.data()), count, mean_, std_,
+                                           static_cast<float*>(inputs.data()), count, table_,
                                            stream));
     Fence ready(device, stream);
     inputs.mark_written(ready);
@@ -145,6 +149,7 @@ class ImageBatcher {
  private:
   float mean_;
   float std_;
+  kernels::ByteTable table_;  ///< the CPU batcher's values of every byte
   std::shared_ptr<detail::StagerCache> stagers_;
 };
 

@@ -7,6 +7,7 @@
 #include <memory>
 #include <span>
 #include <utility>
+#include <vector>
 
 #include <cuda_runtime_api.h>
 
@@ -18,9 +19,12 @@
 namespace stoke::cuda {
 
 /// Bytes on one device (move-only), allocated on the device's copy stream from its default
-/// memory pool. `written()` is the fence of the last write readers wait on. Dropping it frees
-/// the memory in stream order after that write; work the user queued on other streams must
-/// be complete (or fenced) before the buffer is dropped.
+/// memory pool. `written()` is the fence of the last write, which readers and later writers
+/// wait on; a new buffer's is its allocation, so a first writer on another stream that waits
+/// on it is ordered after the memory exists. Dropping the buffer frees the memory in stream
+/// order after that write and after every use recorded with `record_use` (the way PyTorch's
+/// `record_stream` works): a kernel on another stream that still reads the buffer when it is
+/// dropped keeps its memory until it is done.
 class Buffer {
  public:
   /// No buffer.
@@ -31,6 +35,7 @@ class Buffer {
     if (size_ == 0) return;
     const DeviceGuard guard(context_->device());
     STOKE_CUDA_CHECK(cudaMallocAsync(&data_, size_, context_->copy_stream()));
+    written_ = Fence(context_->device(), context_->copy_stream());
   }
   /// `size` bytes on `device`.
   Buffer(const Device& device, std::size_t size)
@@ -43,6 +48,7 @@ class Buffer {
       data_ = std::exchange(other.data_, nullptr);
       size_ = std::exchange(other.size_, 0);
       written_ = std::move(other.written_);
+      uses_ = std::move(other.uses_);
     }
     return *this;
   }
@@ -68,6 +74,18 @@ class Buffer {
   [[nodiscard]] const Fence& written() const noexcept { return written_; }
   /// Records queued work that writes the buffer and completes at `fence`.
   void mark_written(Fence fence) { written_ = std::move(fence); }
+  /// Records the work queued on `stream` so far as a use of the buffer (call it after queuing
+  /// a kernel or copy that reads or writes it on a stream other than the copy stream): the
+  /// memory is freed only once that work is done. Uses whose work is done are forgotten.
+  void record_use(cudaStream_t stream) {
+    if (data_ == nullptr) return;
+    std::erase_if(uses_, [](const Fence& use) { return use.ready(); });
+    uses_.emplace_back(context_->device(), stream);
+  }
+  /// Records `fence` (work that uses the buffer) as a use: see `record_use(stream)`.
+  void record_use(Fence fence) {
+    if (data_ != nullptr) uses_.push_back(std::move(fence));
+  }
 
  private:
   void release() noexcept {
@@ -77,10 +95,16 @@ class Buffer {
       if (written_.event() != nullptr) {
         STOKE_CUDA_LOG(cudaStreamWaitEvent(context_->copy_stream(), written_.event(), 0));
       }
+      for (const Fence& use : uses_) {
+        if (use.event() != nullptr) {
+          STOKE_CUDA_LOG(cudaStreamWaitEvent(context_->copy_stream(), use.event(), 0));
+        }
+      }
       STOKE_CUDA_LOG(cudaFreeAsync(data_, context_->copy_stream()));
     } catch (const Error&) {  // the device is gone: nothing left to free
     }
     data_ = nullptr;
+    uses_.clear();
     context_.reset();
   }
 
@@ -88,6 +112,7 @@ class Buffer {
   void* data_ = nullptr;
   std::size_t size_ = 0;
   Fence written_;
+  std::vector<Fence> uses_;  ///< work on other streams the free must wait for
 };
 
 }  // namespace stoke::cuda

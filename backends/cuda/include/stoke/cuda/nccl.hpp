@@ -10,9 +10,11 @@
 #endif
 
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <mutex>
+#include <shared_mutex>
 #include <source_location>
 #include <span>
 #include <stdexcept>
@@ -106,25 +108,31 @@ class NcclCollective {
   }
 
   /// Replaces every participant's device `values` by the element-wise sum over all of them
-  /// (and over every rank, for communicators spanning ranks).
+  /// (and over every rank, for communicators spanning ranks). While it waits it polls the
+  /// stream, the communicator's asynchronous error (a peer that failed) and `abort()`; past
+  /// `timeout()` it aborts the collective and throws, naming the participant and its device.
   void all_reduce_sum(std::size_t participant, std::span<float> values) {
     if (participant >= devices_.size()) {
       abort();
       throw std::invalid_argument("stoke: cuda: participant " + std::to_string(participant) +
                                   " of a collective of " + std::to_string(devices_.size()));
     }
-    if (aborted_.load()) throw Error("stoke: cuda: the collective was aborted");
     const DeviceGuard guard(devices_[participant]);
     const cudaStream_t stream = streams_[participant].handle();
     try {
-      STOKE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
-                                     ncclSum, comms_[participant].get(), stream));
-      // Poll rather than block, so that abort() by another participant wakes this one.
-      for (;;) {
-        const cudaError_t status = cudaStreamQuery(stream);
-        if (status == cudaSuccess) return;
-        if (status != cudaErrorNotReady) STOKE_CUDA_CHECK(status);
-        if (aborted_.load()) throw Error("stoke: cuda: the collective was aborted");
+      {
+        const std::shared_lock lock(comms_mutex_);
+        throw_if_aborted();
+        STOKE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
+                                       ncclSum, comms_[participant].get(), stream));
+      }
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      while (!finished(participant, stream)) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          throw Error("stoke: cuda: the all_reduce of participant " + std::to_string(participant) +
+                      " (" + device_name(devices_[participant]) + ") did not finish within " +
+                      std::to_string(timeout_.count()) + " ms: a peer is missing or stalled");
+        }
         std::this_thread::yield();
       }
     } catch (...) {
@@ -142,23 +150,50 @@ class NcclCollective {
   }
 
   /// Wakes every waiting participant with an error (aborts the communicators); later calls
-  /// fail at once.
+  /// fail at once. Participants read a communicator only under a shared lock, so it is never
+  /// aborted while one of them is inside an NCCL call on it.
   void abort() {
     if (aborted_.exchange(true)) return;
-    std::lock_guard lock(abort_mutex_);
+    const std::unique_lock lock(comms_mutex_);
     for (NcclComm& comm : comms_) comm.abort();
   }
+
+  /// How long a participant waits for its all_reduce before it gives up (default 5 minutes).
+  [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
+  /// Sets that wait (set it before the participants start).
+  void set_timeout(std::chrono::milliseconds timeout) noexcept { timeout_ = timeout; }
 
  private:
   void make_streams() {
     for (const Device& device : devices_) streams_.emplace_back(device);
   }
 
+  void throw_if_aborted() const {
+    if (aborted_.load()) throw Error("stoke: cuda: the collective was aborted");
+  }
+
+  /// Whether the work on `stream` is done; throws if it failed, if the communicator reports
+  /// an asynchronous error, or if the collective was aborted.
+  bool finished(std::size_t participant, cudaStream_t stream) {
+    const std::shared_lock lock(comms_mutex_);
+    throw_if_aborted();
+    ncclResult_t async = ncclSuccess;
+    STOKE_NCCL_CHECK(ncclCommGetAsyncError(comms_[participant].get(), &async));
+    if (async != ncclSuccess && async != ncclInProgress) {
+      check(async, "the communicator (ncclCommGetAsyncError)");
+    }
+    const cudaError_t status = cudaStreamQuery(stream);
+    if (status == cudaErrorNotReady) return false;
+    STOKE_CUDA_CHECK(status);
+    return true;
+  }
+
   std::vector<Device> devices_;
   std::vector<NcclComm> comms_;
   std::vector<Stream> streams_;
   std::atomic<bool> aborted_ = false;
-  std::mutex abort_mutex_;
+  std::shared_mutex comms_mutex_;  ///< shared by participants' NCCL calls, unique for abort
+  std::chrono::milliseconds timeout_ = std::chrono::minutes(5);
 };
 
 /// Communicators for this rank's `devices` in a clique over every device of every rank of
@@ -174,10 +209,19 @@ std::vector<NcclComm> make_rank_communicators(G& group, const std::vector<Device
   const int total = static_cast<int>(group.size()) * local;
   std::vector<ncclComm_t> comms(devices.size(), nullptr);
   STOKE_NCCL_CHECK(ncclGroupStart());
-  for (int k = 0; k < local; ++k) {
-    const DeviceGuard guard(devices[static_cast<std::size_t>(k)]);
-    STOKE_NCCL_CHECK(ncclCommInitRank(&comms[static_cast<std::size_t>(k)], total, id,
-                                      static_cast<int>(group.rank()) * local + k));
+  try {
+    for (int k = 0; k < local; ++k) {
+      const DeviceGuard guard(devices[static_cast<std::size_t>(k)]);
+      STOKE_NCCL_CHECK(ncclCommInitRank(&comms[static_cast<std::size_t>(k)], total, id,
+                                        static_cast<int>(group.rank()) * local + k));
+    }
+  } catch (...) {
+    // The group must be closed whatever failed, then what it made is freed.
+    (void)ncclGroupEnd();
+    for (ncclComm_t comm : comms) {
+      if (comm != nullptr) (void)ncclCommAbort(comm);
+    }
+    throw;
   }
   STOKE_NCCL_CHECK(ncclGroupEnd());
   std::vector<NcclComm> out;

@@ -3,6 +3,7 @@
 /// RAII for the CUDA runtime: the current device, streams and events, and the per-device
 /// context (one copy stream per device) that buffers and stagers share.
 
+#include <cstdint>
 #include <memory>
 #include <utility>
 
@@ -13,20 +14,30 @@
 
 namespace stoke::cuda {
 
-/// Makes `device` current for this thread while it lives; restores the previous one.
+/// Makes `device` current for this thread while it lives, and restores the previous device
+/// only if it switched: a thread that is already on `device` never touches another GPU (a
+/// `cudaSetDevice(0)` on the way out would create a context on GPU 0 from every rank).
 class DeviceGuard {
  public:
-  /// Switches to `device`.
+  /// Switches to `device` unless it is current.
   explicit DeviceGuard(const Device& device) {
     STOKE_CUDA_CHECK(cudaGetDevice(&previous_));
-    if (previous_ != device.ordinal) STOKE_CUDA_CHECK(cudaSetDevice(device.ordinal));
+    if (previous_ != device.ordinal) {
+      STOKE_CUDA_CHECK(cudaSetDevice(device.ordinal));
+      switched_ = true;
+    }
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
-  ~DeviceGuard() { STOKE_CUDA_LOG(cudaSetDevice(previous_)); }
+  ~DeviceGuard() {
+    if (switched_) STOKE_CUDA_LOG(cudaSetDevice(previous_));
+  }
+  /// Whether it made `device` current (and will switch back).
+  [[nodiscard]] bool switched() const noexcept { return switched_; }
 
  private:
   int previous_ = 0;
+  bool switched_ = false;
 };
 
 /// A non-blocking CUDA stream on one device (move-only).
@@ -93,7 +104,16 @@ class DeviceContext {
   /// The context of `device`, made on first use (thread-safe).
   static std::shared_ptr<DeviceContext> of(const Device& device);
 
-  explicit DeviceContext(const Device& device) : device_(device), copy_(device) {}
+  /// Makes the copy stream and keeps freed memory in the device's default pool: with the
+  /// pool's release threshold at its default (0), every synchronisation would hand the
+  /// memory back to the driver and the next batch would map it anew.
+  explicit DeviceContext(const Device& device) : device_(device), copy_(device) {
+    const DeviceGuard guard(device);
+    cudaMemPool_t pool = nullptr;
+    STOKE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device.ordinal));
+    std::uint64_t keep = UINT64_MAX;
+    STOKE_CUDA_CHECK(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep));
+  }
   /// The device.
   [[nodiscard]] const Device& device() const noexcept { return device_; }
   /// The device's copy stream: uploads, downloads, the batcher's kernels, frees.

@@ -95,6 +95,14 @@ class Stager {
     return context_;
   }
 
+  /// Allocates every staging buffer now, each of at least `bytes` (cudaMallocHost
+  /// synchronises the device, so do it before training rather than while kernels and
+  /// collectives are in flight).
+  void reserve(std::size_t bytes) {
+    const DeviceGuard guard(device());
+    slots_.reserve(bytes);
+  }
+
   /// Starts copying `bytes` into a new device buffer; returns it with the copy's fence,
   /// without waiting. `bytes` may be reused as soon as this returns.
   Staged<Buffer, Fence> upload(std::span<const std::byte> bytes) {
@@ -107,10 +115,12 @@ class Stager {
   /// staging memory (gathering scattered samples without an extra host copy).
   template <class Fill>
   Staged<Buffer, Fence> upload_with(std::size_t size, Fill&& fill) {
+    // The guard comes first: a staging buffer made by the claim (cudaMallocHost) belongs to
+    // this device's context, never to whichever device the thread had current.
+    const DeviceGuard guard(device());
     auto slot = slots_.claim(size);
     PinnedMemory& staging = slot.memory();
     fill(staging.bytes().first(size));
-    const DeviceGuard guard(device());
     Buffer target(context_, size);
     if (size > 0) {
       STOKE_CUDA_CHECK(cudaMemcpyAsync(target.data(), staging.bytes().data(), size,
@@ -131,9 +141,9 @@ class Stager {
     const std::size_t size = buffer.size();
     std::vector<std::byte> out(size);
     if (size == 0) return out;
+    const DeviceGuard guard(device());
     auto slot = slots_.claim(size);
     PinnedMemory& staging = slot.memory();
-    const DeviceGuard guard(device());
     buffer.written().enqueue_wait(context_->copy_stream());
     STOKE_CUDA_CHECK(cudaMemcpyAsync(staging.bytes().data(), buffer.data(), size,
                                      cudaMemcpyDeviceToHost, context_->copy_stream()));

@@ -29,12 +29,12 @@ namespace stoke::detail {
 ///    it may be called from several threads at once;
 /// 3. `a.size(m)` is the number of bytes of `m` a copy may use.
 template <class A, class Memory>
-concept StagingAllocator = std::default_initializable<Memory> &&
-    std::is_move_assignable_v<Memory> &&
+concept StagingAllocator =
+    std::default_initializable<Memory> && std::is_move_assignable_v<Memory> &&
     requires(const A& allocator, const Memory& memory, std::size_t bytes) {
-  { allocator.allocate(bytes) } -> std::same_as<Memory>;
-  { allocator.size(memory) } -> std::convertible_to<std::size_t>;
-};
+      { allocator.allocate(bytes) } -> std::same_as<Memory>;
+      { allocator.size(memory) } -> std::convertible_to<std::size_t>;
+    };
 
 /// At most `capacity()` slots of staging memory, each either free or claimed by one thread
 /// at a time. `claim(size)` hands out a slot whose last copy has completed: a ready one
@@ -43,7 +43,7 @@ concept StagingAllocator = std::default_initializable<Memory> &&
 /// slot is claimed by another thread. Thread-safe; a claim that throws leaves the pool as it
 /// was. `F` is a `stoke::Fence` whose default value has already signalled.
 template <class Memory, Fence F, StagingAllocator<Memory> Allocator>
-requires std::default_initializable<F>
+  requires std::default_initializable<F>
 class StagingSlots {
   struct Slot;
 
@@ -88,6 +88,11 @@ class StagingSlots {
     std::lock_guard lock(mutex_);
     return allocated_;
   }
+
+  /// Gives every slot at least `size` bytes now, so that later claims of up to `size` bytes
+  /// allocate nothing (making pinned memory synchronises a CUDA device: do it before
+  /// training, not while collectives run). Waits for slots still in use.
+  void reserve(std::size_t size) { reserve_slots(size, capacity()); }
 
   /// Claims a slot of at least `size` bytes whose last copy has completed: a ready one, else
   /// a fresh one while fewer than `capacity()` hold memory, else the one handed back longest
@@ -139,6 +144,13 @@ class StagingSlots {
   }
 
  private:
+  /// Holds one claim of `size` bytes while claiming `count - 1` more, so each is its own slot.
+  void reserve_slots(std::size_t size, std::size_t count) {
+    if (count == 0) return;
+    const Claim held = claim(size);
+    reserve_slots(size, count - 1);
+  }
+
   /// One staging buffer and its state; guarded by `mutex_`, except the memory and fence of
   /// a claimed slot, which belong to its claimer.
   struct Slot {

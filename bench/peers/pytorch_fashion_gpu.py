@@ -1,0 +1,116 @@
+"""The PyTorch peer of examples/multi_gpu on one GPU: the same softmax classifier (784 -> 10,
+weights N(0, 0.01), zero bias), the same normalisation ((b / 255 - 0.2860) / 0.3530), SGD with
+the same learning rate on the mean loss, batches of 128, shuffled, last partial batch dropped.
+
+Two idioms an expert would pick, both timed per epoch (training only, synchronised at the end
+of each epoch):
+  resident:   the whole uint8 training set on the GPU, a torch.randperm per epoch, each batch
+              gathered and normalised on the GPU (the fastest way for a dataset this small);
+  dataloader: torch.utils.data.DataLoader over the uint8 tensors, num_workers=2,
+              pin_memory=True, persistent workers, batches copied with non_blocking=True.
+Prints `pytorch_<idiom>: epoch E: S samples/s, test accuracy A` lines and, last,
+`pytorch_best_samples_per_s: S` (the faster idiom's median epoch).
+"""
+import argparse
+import gzip
+import os
+import statistics
+import time
+
+import numpy as np
+import torch
+
+
+def read_idx(path):
+    opener = gzip.open if path.endswith(".gz") else open
+    with opener(path, "rb") as f:
+        data = f.read()
+    dims = data[3]
+    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
+
+
+def find(folder, name):
+    plain = os.path.join(folder, name)
+    return plain if os.path.exists(plain) else plain + ".gz"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
+    parser.add_argument("--epochs", type=int, default=3)
+    parser.add_argument("--batch-size", type=int, default=128)
+    parser.add_argument("--lr", type=float, default=0.1)
+    args = parser.parse_args()
+    device = torch.device("cuda")
+    torch.manual_seed(7)
+    x_train = torch.from_numpy(read_idx(find(args.data, "train-images-idx3-ubyte")).reshape(-1, 784).copy())
+    y_train = torch.from_numpy(read_idx(find(args.data, "train-labels-idx1-ubyte")).astype(np.int64))
+    x_test = torch.from_numpy(read_idx(find(args.data, "t10k-images-idx3-ubyte")).reshape(-1, 784).copy())
+    y_test = torch.from_numpy(read_idx(find(args.data, "t10k-labels-idx1-ubyte")).astype(np.int64))
+    mean, std = 0.2860, 0.3530
+
+    def normalise(bytes_):
+        return (bytes_.float() / 255.0 - mean) / std
+
+    def evaluate(model):
+        with torch.no_grad():
+            logits = model(normalise(x_test.to(device)))
+            return (logits.argmax(1) == y_test.to(device)).float().mean().item()
+
+    def fresh_model():
+        model = torch.nn.Linear(784, 10).to(device)
+        with torch.no_grad():
+            model.weight.normal_(0.0, 0.01)
+            model.bias.zero_()
+        return model, torch.optim.SGD(model.parameters(), lr=args.lr)
+
+    def train_step(model, optimizer, xb, yb):
+        loss = torch.nn.functional.cross_entropy(model(normalise(xb)), yb)
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        optimizer.step()
+
+    results = {}
+    # Resident: the dataset lives on the GPU.
+    model, optimizer = fresh_model()
+    xg, yg = x_train.to(device), y_train.to(device)
+    n = (len(xg) // args.batch_size) * args.batch_size
+    rates = []
+    for epoch in range(args.epochs):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        order = torch.randperm(len(xg), device=device)
+        for k in range(0, n, args.batch_size):
+            idx = order[k:k + args.batch_size]
+            train_step(model, optimizer, xg[idx], yg[idx])
+        torch.cuda.synchronize()
+        rates.append(n / (time.perf_counter() - start))
+        print(f"pytorch_resident: epoch {epoch + 1}: {rates[-1]:.0f} samples/s, "
+              f"test accuracy {evaluate(model):.4f}", flush=True)
+    results["resident"] = statistics.median(rates)
+
+    # DataLoader: host tensors, worker processes, pinned memory.
+    model, optimizer = fresh_model()
+    loader = torch.utils.data.DataLoader(
+        torch.utils.data.TensorDataset(x_train, y_train), batch_size=args.batch_size,
+        shuffle=True, drop_last=True, num_workers=2, pin_memory=True, persistent_workers=True)
+    rates = []
+    for epoch in range(args.epochs):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        for xb, yb in loader:
+            train_step(model, optimizer, xb.to(device, non_blocking=True),
+                       yb.to(device, non_blocking=True))
+        torch.cuda.synchronize()
+        rates.append(n / (time.perf_counter() - start))
+        print(f"pytorch_dataloader: epoch {epoch + 1}: {rates[-1]:.0f} samples/s, "
+              f"test accuracy {evaluate(model):.4f}", flush=True)
+    results["dataloader"] = statistics.median(rates)
+    best = max(results, key=results.get)
+    print(f"pytorch_best_idiom: {best}")
+    print(f"pytorch_best_samples_per_s: {results[best]:.0f}")
+
+
+if __name__ == "__main__":
+    main()

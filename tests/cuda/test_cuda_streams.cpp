@@ -1,0 +1,170 @@
+// Cross-stream ordering of cuda::Buffer, and the kernels' own guarantees: memory that a kernel
+// on another stream still reads is not reused when its buffer or batch is dropped; a new
+// buffer's first writer can wait for its allocation; the normalise kernel equals the CPU
+// table on every path; a device guard never switches devices it does not need to.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include <stoke/cuda.hpp>
+#include <stoke/cuda/kernels.hpp>
+#include <stoke/data/detail/normalization_table.hpp>
+#include <stoke/stoke.hpp>
+
+#include "cuda_skip.hpp"
+
+namespace {
+
+using stoke::cuda::Buffer;
+using stoke::cuda::Device;
+
+constexpr std::uint64_t kSlowReaderNs = 200'000'000;  // 0.2 s: far longer than the reuse
+
+/// Host floats of a device buffer.
+std::vector<float> download_floats(const Device& device, const Buffer& buffer) {
+  const auto bytes = stoke::cuda::Backend::make_stager(device, 1)->download(buffer);
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), bytes.size());
+  return out;
+}
+
+/// Overwrites every byte of `count` floats of fresh device memory with 0xFF on the copy stream
+/// (what the next batch does to memory the pool hands out again).
+Buffer scribble(const Device& device, std::size_t count) {
+  Buffer other(device, count * sizeof(float));
+  const stoke::cuda::DeviceGuard guard(device);
+  STOKE_CUDA_CHECK(
+      cudaMemsetAsync(other.data(), 0xFF, other.size(), other.context()->copy_stream()));
+  other.mark_written(stoke::cuda::Fence(device, other.context()->copy_stream()));
+  return other;
+}
+
+TEST(CudaStreams, ABufferFreedWhileAnotherStreamStillReadsItKeepsItsMemoryUntilTheReadEnds) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().front();
+  const std::size_t n = 1 << 20;
+  std::vector<float> values(n);
+  for (std::size_t i = 0; i < n; ++i) values[i] = static_cast<float>(i);
+  auto stager = stoke::cuda::Backend::make_stager(device, 1);
+  auto staged = stager->upload(std::as_bytes(std::span(values)));
+  Buffer out(device, n * sizeof(float));
+  const stoke::cuda::Stream reader(device);
+  {
+    Buffer source = std::move(staged.value);
+    const stoke::cuda::DeviceGuard guard(device);
+    source.written().enqueue_wait(reader.handle());
+    out.written().enqueue_wait(reader.handle());
+    STOKE_CUDA_CHECK(stoke::cuda::kernels::delayed_copy(source.floats().data(), out.floats().data(),
+                                                        n, kSlowReaderNs, reader.handle()));
+    source.record_use(reader.handle());
+    out.mark_written(stoke::cuda::Fence(device, reader.handle()));
+  }  // `source` is dropped here, while the slow reader has not started copying
+  const Buffer reused = scribble(device, n);
+  EXPECT_EQ(download_floats(device, out), values);
+}
+
+TEST(CudaStreams, ABatchDroppedWhileAKernelReadsItIsNotOverwrittenByTheNextBatches) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().front();
+  std::vector<std::vector<std::uint8_t>> pixels(64, std::vector<std::uint8_t>(784));
+  std::vector<stoke::LabeledImage> items;
+  for (std::size_t i = 0; i < pixels.size(); ++i) {
+    for (std::size_t k = 0; k < pixels[i].size(); ++k)
+      pixels[i][k] = static_cast<std::uint8_t>((k * 7 + i * 13) & 0xFF);
+    items.push_back({pixels[i], static_cast<std::uint32_t>(i % 10)});
+  }
+  const stoke::cuda::ImageBatcher batcher(0.2860F, 0.3530F);
+  const auto expected = stoke::cpu::ClassificationBatcher{.mean = 0.2860F, .std = 0.3530F}.batch(
+      items, stoke::cpu::Device{});
+  const std::size_t count = items.size() * 784;
+  Buffer out(device, count * sizeof(float));
+  const stoke::cuda::Stream step(device);
+  {
+    auto batch = batcher.batch(items, device);
+    const stoke::cuda::DeviceGuard guard(device);
+    batch.ready.enqueue_wait(step.handle());
+    out.written().enqueue_wait(step.handle());
+    STOKE_CUDA_CHECK(stoke::cuda::kernels::delayed_copy(
+        batch.inputs.floats().data(), out.floats().data(), count, kSlowReaderNs, step.handle()));
+    batch.inputs.record_use(step.handle());
+    out.mark_written(stoke::cuda::Fence(device, step.handle()));
+  }  // the batch is dropped while the step still reads it
+  std::vector<std::uint8_t> white(784, 255);
+  const std::vector<stoke::LabeledImage> others(64, stoke::LabeledImage{white, 0});
+  for (int i = 0; i < 4; ++i) (void)batcher.batch(others, device);  // reuse the pool's memory
+  const auto got = download_floats(device, out);
+  const auto want = expected.inputs.values();
+  ASSERT_EQ(got.size(), want.size());
+  for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << "at " << i;
+}
+
+TEST(CudaStreams, ANewBuffersWrittenFenceIsItsAllocation) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().front();
+  const Buffer buffer(device, 4096);
+  ASSERT_NE(buffer.written().event(), nullptr) << "a first writer would have nothing to wait on";
+  buffer.written().wait();
+  EXPECT_TRUE(buffer.written().ready());
+}
+
+TEST(CudaKernels, NormaliseEqualsTheCpuTableOnTheVectorAndScalarPaths) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().front();
+  const auto table = stoke::detail::normalization_table(0.2860F, 0.3530F);
+  const std::size_t n = (1 << 20) + 13;  // a tail after the 16-byte vectors
+  std::vector<std::uint8_t> bytes(n + 1);
+  for (std::size_t i = 0; i < bytes.size(); ++i)
+    bytes[i] = static_cast<std::uint8_t>((i * 2654435761U) >> 24);
+  auto stager = stoke::cuda::Backend::make_stager(device, 1);
+  const auto input = stager->upload(std::as_bytes(std::span(bytes)));
+  input.fence.wait();
+  const stoke::cuda::DeviceGuard guard(device);
+  const cudaStream_t stream = input.value.context()->copy_stream();
+  for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {  // aligned, unaligned
+    Buffer out(device, (n + 1) * sizeof(float));
+    const auto* in = static_cast<const std::uint8_t*>(input.value.data()) + offset;
+    STOKE_CUDA_CHECK(stoke::cuda::kernels::normalize_u8(
+        in, out.floats().data() + offset, n, stoke::cuda::kernels::ByteTable::of(table), stream));
+    out.mark_written(stoke::cuda::Fence(device, stream));
+    const auto got = download_floats(device, out);
+    for (std::size_t i = 0; i < n; ++i) {
+      ASSERT_EQ(got[i + offset], table[bytes[i + offset]]) << "offset " << offset << " at " << i;
+    }
+  }
+}
+
+TEST(CudaRuntime, AGuardOnTheCurrentDeviceSwitchesNothing) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().back();
+  STOKE_CUDA_CHECK(cudaSetDevice(device.ordinal));
+  const stoke::cuda::DeviceGuard guard(device);
+  EXPECT_FALSE(guard.switched());
+}
+
+TEST(CudaRuntime, FreedMemoryStaysInTheDevicesPool) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().front();
+  (void)stoke::cuda::detail::DeviceContext::of(device);
+  cudaMemPool_t pool = nullptr;
+  STOKE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device.ordinal));
+  std::uint64_t threshold = 0;
+  STOKE_CUDA_CHECK(cudaMemPoolGetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold));
+  EXPECT_EQ(threshold, UINT64_MAX);
+}
+
+TEST(CudaStaging, ReserveAllocatesEveryStagingBufferUpFront) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().front();
+  auto stager = stoke::cuda::Backend::make_stager(device, 3);
+  EXPECT_EQ(stager->staging_buffers(), 0u);
+  stager->reserve(1 << 16);
+  EXPECT_EQ(stager->staging_buffers(), 3u);
+  std::vector<std::uint8_t> bytes(1 << 16, 7);
+  const auto staged = stager->upload(std::as_bytes(std::span(bytes)));
+  staged.fence.wait();
+  EXPECT_EQ(stager->staging_buffers(), 3u);
+}
+
+}  // namespace
