@@ -24,6 +24,7 @@
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/batch_parts.hpp>
 #include <stoke/data/detail/batch_range.hpp>
+#include <stoke/data/detail/epoch_ledger.hpp>
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
 #include <stoke/data/plan.hpp>
@@ -83,7 +84,7 @@ struct Progress {
 
 /// Base of `BatchLoader` and `MultiThreadLoader` (CRTP: `slice` and `part` return `Derived`).
 template <class Derived, Dataset S, class T, Backend B>
-requires Batcher<T, B, dataset_item_t<S>>
+  requires Batcher<T, B, dataset_item_t<S>>
 class LoaderBase {
  public:
   using device_type = device_t<B>;                            ///< where batches go
@@ -98,13 +99,17 @@ class LoaderBase {
         plan_(static_cast<std::size_t>(source_->dataset.size()), options.batch_size,
               options.remainder) {}
 
-  /// A copy shares the dataset and batcher, and starts with the same epoch and progress.
+  /// A copy shares the dataset and batcher, and starts with the same epoch and progress. It
+  /// also shares the source's epoch ledger: beginning an epoch that the source or another of
+  /// its copies already began throws, unless `set_epoch` or `restore` chose it.
   LoaderBase(const LoaderBase& other)
       : source_(other.source_),
         device_(other.device_),
         options_(other.options_),
         plan_(other.plan_),
-        next_epoch_(other.next_epoch_) {
+        next_epoch_(other.next_epoch_),
+        epoch_chosen_(other.epoch_chosen_),
+        ledger_(other.ledger_) {
     std::lock_guard lock(other.progress_->mutex);
     progress_->active = other.progress_->active;
     progress_->epoch = other.progress_->epoch;
@@ -134,8 +139,12 @@ class LoaderBase {
 
   /// The epoch the next `iter()` loads; each `iter()` advances it by one.
   [[nodiscard]] std::size_t epoch() const noexcept { return next_epoch_; }
-  /// Makes the next `iter()` load `epoch` from its start.
-  void set_epoch(std::size_t epoch) noexcept { next_epoch_ = epoch; }
+  /// Makes the next `iter()` load `epoch` from its start, also an epoch this loader or a
+  /// copy of it already loaded; the epochs after it follow as usual.
+  void set_epoch(std::size_t epoch) noexcept {
+    next_epoch_ = epoch;
+    epoch_chosen_ = true;
+  }
 
   /// The loader's settings.
   [[nodiscard]] const LoaderOptions& options() const noexcept { return options_; }
@@ -149,6 +158,7 @@ class LoaderBase {
   [[nodiscard]] Derived slice(std::size_t begin, std::size_t end) const {
     Derived copy(self());
     copy.plan_.add_slice(begin, end);
+    copy.ledger_ = std::make_shared<EpochLedger>();
     return copy;
   }
 
@@ -158,6 +168,7 @@ class LoaderBase {
   [[nodiscard]] Derived part(std::size_t count, std::size_t index) const {
     Derived copy(self());
     copy.plan_.add_part(count, index);
+    copy.ledger_ = std::make_shared<EpochLedger>();
     return copy;
   }
 
@@ -206,6 +217,7 @@ class LoaderBase {
       mismatch("consumed positions beyond the dataset size", state.consumed, state.dataset_size);
     }
     next_epoch_ = state.epoch;
+    epoch_chosen_ = true;
     plan_.resume_at(state.epoch, state.consumed);
     std::lock_guard lock(progress_->mutex);
     progress_->active = false;
@@ -241,8 +253,9 @@ class LoaderBase {
   /// in errors, `part_worker` the thread of a part.
   [[nodiscard]] std::shared_ptr<StepParts<batch_type>> open_batch(
       const EpochWork& work, std::size_t step, std::size_t max_parts, const std::string& worker,
-      std::function<std::string(std::size_t)> part_worker) const requires
-      PartBatcher<T, B, item_type> {
+      std::function<std::string(std::size_t)> part_worker) const
+    requires PartBatcher<T, B, item_type>
+  {
     StepItems read = read_step(work, step, worker);
     const SampleContext context{options_.seed, work.layout.epoch, read.indices, std::nullopt};
     const SampleContextScope scope(context);
@@ -308,6 +321,10 @@ class LoaderBase {
  protected:
   /// Lays out the next epoch, advances the epoch counter and resets the progress.
   std::shared_ptr<const EpochWork> begin_epoch() {
+    // A chosen epoch starts a new line of epochs: this loader (and its later copies) go on
+    // from there, apart from what its source did.
+    if (std::exchange(epoch_chosen_, false)) ledger_ = std::make_shared<EpochLedger>();
+    ledger_->begin(next_epoch_);
     const std::size_t epoch = next_epoch_++;
     auto work = std::make_shared<const EpochWork>(EpochWork{plan_.layout(epoch), order(epoch)});
     std::lock_guard lock(progress_->mutex);
@@ -377,6 +394,8 @@ class LoaderBase {
   LoaderOptions options_;
   Plan plan_;
   std::size_t next_epoch_ = 0;
+  bool epoch_chosen_ = false;  ///< `set_epoch` or `restore` chose the next epoch
+  std::shared_ptr<EpochLedger> ledger_ = std::make_shared<EpochLedger>();
   std::shared_ptr<Progress> progress_ = std::make_shared<Progress>();
 };
 
