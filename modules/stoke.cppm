@@ -88,6 +88,7 @@ using stoke::split;
 using stoke::split_state;
 using stoke::SplittableLoader;
 using stoke::to_json;
+using stoke::TrainingLoader;
 using stoke::UploadHostBytes;
 }  // namespace stoke
 

@@ -66,6 +66,42 @@ using VulkanLearner = stoke::Learner<vk::Backend, VulkanFedMlp, stoke::Sgd, stok
 using CpuLearner = stoke::Learner<stoke::cpu::Backend, stoke::Mlp, stoke::Sgd, stoke::ConstantLr>;
 using VulkanLearnerEquivalence = stoke::testing::VulkanTest;
 
+/// The reference run: one CPU device with the global batch (16), two epochs.
+stoke::FitResult cpu_reference(const stoke::Mlp& model, const ToyImages& train,
+                               const ToyImages& valid) {
+  using CpuBuilder =
+      stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
+  CpuLearner on_cpu(model, stoke::Sgd(0.1f, 0.9f), stoke::ConstantLr{0.1f},
+                    stoke::cpu::Backend::devices(1), {.epochs = 2, .log = nullptr});
+  return on_cpu.fit(CpuBuilder({}).batch_size(16).shuffle(5).drop_last().build(train),
+                    CpuBuilder({}).batch_size(32).pad().build(valid));
+}
+
+/// Two epochs on two Vulkan devices (batch 8 each) from `train`, validated on `valid`
+/// normalised by the shader.
+template <class TrainLoader>
+stoke::FitResult vulkan_run_on_two_devices(const stoke::Mlp& model, TrainLoader train,
+                                           const ToyImages& valid) {
+  auto vulkan_valid = stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>(vk::ImageBatcher{})
+                          .batch_size(32)
+                          .pad()
+                          .build(valid);
+  VulkanLearner on_vulkan(VulkanFedMlp(model), stoke::Sgd(0.1f, 0.9f), stoke::ConstantLr{0.1f},
+                          vk::Backend::devices(2), {.epochs = 2, .log = nullptr});
+  return on_vulkan.fit(std::move(train), vulkan_valid);
+}
+
+/// Every step's loss of `run` equals the reference's within float tolerance.
+void expect_same_steps(const stoke::FitResult& run, const stoke::FitResult& reference) {
+  ASSERT_EQ(run.step_losses.size(), reference.step_losses.size());
+  ASSERT_EQ(run.step_losses.size(), 60u);
+  for (std::size_t s = 0; s < reference.step_losses.size(); ++s) {
+    ASSERT_NEAR(run.step_losses[s], reference.step_losses[s],
+                1e-4f * (1.0f + std::fabs(reference.step_losses[s])))
+        << "step " << s;
+  }
+}
+
 TEST_F(VulkanLearnerEquivalence, TwoVulkanDevicesFollowOneCpuDeviceWithTheGlobalBatch) {
   const ToyImages train(480), valid(100, 9);
   const stoke::Mlp model({ToyImages::kPixels, 12, ToyImages::kClasses}, 3);
@@ -75,30 +111,51 @@ TEST_F(VulkanLearnerEquivalence, TwoVulkanDevicesFollowOneCpuDeviceWithTheGlobal
                            .shuffle(5)
                            .drop_last()
                            .build(train);
-  auto vulkan_valid = stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>(vk::ImageBatcher{})
-                          .batch_size(32)
-                          .pad()
-                          .build(valid);
-  VulkanLearner on_vulkan(VulkanFedMlp(model), stoke::Sgd(0.1f, 0.9f), stoke::ConstantLr{0.1f},
-                          vk::Backend::devices(2), {.epochs = 2, .log = nullptr});
-  const auto vulkan_run = on_vulkan.fit(vulkan_loader, vulkan_valid);
+  const auto vulkan_run = vulkan_run_on_two_devices(model, vulkan_loader, valid);
 
-  using CpuBuilder =
-      stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
-  CpuLearner on_cpu(model, stoke::Sgd(0.1f, 0.9f), stoke::ConstantLr{0.1f},
-                    stoke::cpu::Backend::devices(1), {.epochs = 2, .log = nullptr});
-  const auto cpu_run = on_cpu.fit(CpuBuilder({}).batch_size(16).shuffle(5).drop_last().build(train),
-                                  CpuBuilder({}).batch_size(32).pad().build(valid));
-
-  ASSERT_EQ(vulkan_run.step_losses.size(), cpu_run.step_losses.size());
-  ASSERT_EQ(vulkan_run.step_losses.size(), 60u);
-  for (std::size_t s = 0; s < cpu_run.step_losses.size(); ++s) {
-    ASSERT_NEAR(vulkan_run.step_losses[s], cpu_run.step_losses[s],
-                1e-4f * (1.0f + std::fabs(cpu_run.step_losses[s])))
-        << "step " << s;
-  }
+  const auto cpu_run = cpu_reference(model, train, valid);
+  expect_same_steps(vulkan_run, cpu_run);
   EXPECT_EQ(vulkan_run.epochs.back().valid_items, 100u);
   EXPECT_NEAR(vulkan_run.epochs.back().valid_accuracy, cpu_run.epochs.back().valid_accuracy, 0.011);
+}
+
+/// The CPU batcher, for loaders whose batches are uploaded to a Vulkan device afterwards.
+struct HostClassification {
+  stoke::cpu::ClassificationBatcher inner;
+  stoke::cpu::ClassificationBatch batch(std::vector<stoke::LabeledImage> items,
+                                        const vk::Device&) const {
+    return inner.batch(std::move(items), stoke::cpu::Device{});
+  }
+};
+
+/// The prefetcher's stage: uploads a host batch's normalised inputs; the labels stay on the
+/// host. The result has the shape the shader batcher gives, so the same model reads both.
+struct UploadClassification {
+  stoke::Staged<vk::ImageBatch, vk::Fence> operator()(vk::Stager& stager,
+                                                      stoke::cpu::ClassificationBatch host) const {
+    const auto shape = host.inputs.shape();
+    auto staged = stager.upload(std::as_bytes(host.inputs.values()));
+    return {vk::ImageBatch{std::move(staged.value), std::move(host.labels), shape[0], shape[1],
+                           staged.fence},
+            staged.fence};
+  }
+};
+
+// `fit` takes a prefetching loader (a TrainingLoader): the host batches are made by loader
+// workers, uploaded ahead of the step, and training follows one CPU device as closely as
+// with the batches made on the device.
+TEST_F(VulkanLearnerEquivalence, TwoVulkanDevicesFedThroughPrefetchFollowOneCpuDevice) {
+  const ToyImages train(480), valid(100, 9);
+  const stoke::Mlp model({ToyImages::kPixels, 12, ToyImages::kClasses}, 3);
+  using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, HostClassification>;
+  auto prefetched = stoke::prefetch_to_device<vk::Backend>(
+      HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3,
+      UploadClassification{});
+  static_assert(stoke::TrainingLoader<decltype(prefetched)>);
+  const auto vulkan_run = vulkan_run_on_two_devices(model, prefetched, valid);
+
+  const auto cpu_run = cpu_reference(model, train, valid);
+  expect_same_steps(vulkan_run, cpu_run);
 }
 
 }  // namespace

@@ -21,6 +21,7 @@
 
 #include <stoke/core/collective.hpp>
 #include <stoke/data/split.hpp>
+#include <stoke/data/training_loader.hpp>
 #include <stoke/learner/checkpoint.hpp>
 #include <stoke/learner/metrics.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
@@ -83,10 +84,10 @@ class Learner {
 
   /// Trains on `train` and evaluates on `valid` every epoch, until `options.epochs` epochs are
   /// done. Both loaders are split over the devices (they need `Remainder::drop` or `pad`).
-  template <SplittableLoader Train, SplittableLoader Valid>
-  requires TrainStep<Model, typename Train::batch_type> &&
-      ValidStep<Model, typename Valid::batch_type>
-          FitResult fit(Train train, Valid valid) {
+  template <TrainingLoader Train, SplittableLoader Valid>
+    requires TrainStep<Model, typename Train::batch_type> &&
+             ValidStep<Model, typename Valid::batch_type>
+  FitResult fit(Train train, Valid valid) {
     FitResult result;
     Run<Train, Valid> run;
     if (options_.resume && !options_.checkpoint_dir.empty() &&
@@ -203,6 +204,7 @@ class Learner {
       float learning_rate = schedule_(global_step);
       const auto epoch_start = Clock::now();
       auto& loader = run.train[d];
+      loader.set_epoch(epoch);  // the learner's epoch, whatever the loader did before
       auto range = loader.iter();
       auto waited = Clock::now();
       auto it = range.begin();

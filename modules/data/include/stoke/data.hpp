@@ -18,4 +18,5 @@
 #include <stoke/data/sources.hpp>
 #include <stoke/data/split.hpp>
 #include <stoke/data/state.hpp>
+#include <stoke/data/training_loader.hpp>
 #include <stoke/data/transforms.hpp>

@@ -28,6 +28,8 @@
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/detail/batch_range.hpp>
 #include <stoke/data/multithread_loader.hpp>
+#include <stoke/data/plan.hpp>
+#include <stoke/data/state.hpp>
 
 namespace stoke {
 
@@ -35,18 +37,14 @@ namespace stoke {
 /// where it must be and `prefetch_to_device` passes it through untouched: a backend says so
 /// with `static constexpr bool host_memory = true;` (as `cpu::Backend` does).
 template <class B>
-inline constexpr bool is_host_memory_backend = requires {
-  requires B::host_memory;
-};
+inline constexpr bool is_host_memory_backend = requires { requires B::host_memory; };
 
 /// The backend a loader makes batches for: `L::backend_type` where it names one, else
 /// deduced for stoke's own loaders.
 template <class L>
 struct loader_backend {};
 template <class L>
-requires requires {
-  typename L::backend_type;
-}
+  requires requires { typename L::backend_type; }
 struct loader_backend<L> {
   using type = typename L::backend_type;  ///< the loader's backend
 };
@@ -113,14 +111,21 @@ struct staged_parts<Staged<V, F>> {
   using fence = F;
 };
 
+/// Where the loader a pipeline drains stands right after it yielded a batch (its `state()`),
+/// or nothing where that loader has no state (a slice, or a loader without `state()`).
+using StateSnapshot = std::function<std::optional<LoaderState>()>;
+
 /// The thread of one prefetching range: it pulls host batches, starts their uploads, and
-/// queues them with their fences, at most `depth` ahead of the consumer.
+/// queues them with their fences, at most `depth` ahead of the consumer. With a snapshot, it
+/// also keeps the inner loader's state as it was when each batch was pulled, so that the
+/// consumer's state counts the batches it took, not the ones pulled ahead.
 template <class Value, Fence F>
 class PrefetchPipeline {
  public:
-  /// A pipeline keeping `depth` uploads in flight for `device` (named in errors).
-  PrefetchPipeline(std::size_t depth, std::string device)
-      : depth_(depth), device_(std::move(device)) {}
+  /// A pipeline keeping `depth` uploads in flight for `device` (named in errors); `snapshot`
+  /// (may be empty) reads the inner loader's state.
+  PrefetchPipeline(std::size_t depth, std::string device, StateSnapshot snapshot = {})
+      : depth_(depth), device_(std::move(device)), snapshot_(std::move(snapshot)) {}
   PrefetchPipeline(const PrefetchPipeline&) = delete;
   PrefetchPipeline& operator=(const PrefetchPipeline&) = delete;
   ~PrefetchPipeline() { stop(); }
@@ -128,6 +133,7 @@ class PrefetchPipeline {
   /// Starts the thread that drains `range`, uploading every batch with `stage(stager, data)`.
   template <class Range, class Stage, class Stager>
   void start(Range range, Stage stage, std::shared_ptr<Stager> stager) {
+    consumer_state_ = snapshot();  // the epoch has begun, nothing is taken yet
     thread_ = std::thread([this, range = std::move(range), stage = std::move(stage),
                            stager]() mutable { run(range, stage, *stager); });
   }
@@ -139,10 +145,12 @@ class PrefetchPipeline {
     changed_.wait(lock, [&] { return !queue_.empty() || done_; });
     if (queue_.empty()) {
       if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
+      consumer_state_ = end_state_;
       return std::nullopt;
     }
     Entry entry = std::move(queue_.front());
     queue_.pop_front();
+    consumer_state_ = std::move(entry.state);
     lock.unlock();
     changed_.notify_all();
     try {
@@ -153,7 +161,15 @@ class PrefetchPipeline {
     return std::move(entry.batch);
   }
 
-  /// Stops the thread (it finishes the batch it is pulling or uploading) and joins it.
+  /// The inner loader's state as of the last batch the consumer took (or the start of the
+  /// epoch, or its end once the consumer saw it); nothing without a snapshot.
+  [[nodiscard]] std::optional<LoaderState> consumer_state() const {
+    std::lock_guard lock(mutex_);
+    return consumer_state_;
+  }
+
+  /// Stops the thread (it finishes the batch it is pulling or uploading), joins it, and drops
+  /// the batches it queued.
   void stop() {
     {
       std::lock_guard lock(mutex_);
@@ -161,23 +177,35 @@ class PrefetchPipeline {
     }
     changed_.notify_all();
     if (thread_.joinable()) thread_.join();
+    std::lock_guard lock(mutex_);
+    queue_.clear();
   }
 
  private:
   struct Entry {
     Batch<Value> batch;
     F fence;
+    std::optional<LoaderState> state;  ///< the inner loader's, right after it yielded `batch`
   };
+
+  /// The inner loader's state now, or nothing (no snapshot, or a loader without one).
+  [[nodiscard]] std::optional<LoaderState> snapshot() const {
+    if (!snapshot_) return std::nullopt;
+    return snapshot_();
+  }
 
   template <class Range, class Stage, class Stager>
   void run(Range& range, const Stage& stage, Stager& stager) {
+    bool failed = false;
     try {
       if (!wait_for_room()) return;
       auto it = std::ranges::begin(range);
       const auto end = std::ranges::end(range);
       while (it != end) {
         auto&& host = *it;
+        std::optional<LoaderState> state = snapshot();
         Entry entry = upload(host, stage, stager);
+        entry.state = std::move(state);
         {
           std::lock_guard lock(mutex_);
           queue_.push_back(std::move(entry));
@@ -187,11 +215,14 @@ class PrefetchPipeline {
         ++it;
       }
     } catch (...) {
+      failed = true;
       std::lock_guard lock(mutex_);
       error_ = std::current_exception();
     }
+    std::optional<LoaderState> end_state = failed ? std::nullopt : snapshot();
     {
       std::lock_guard lock(mutex_);
+      end_state_ = std::move(end_state);
       done_ = true;
     }
     changed_.notify_all();
@@ -225,12 +256,15 @@ class PrefetchPipeline {
 
   std::size_t depth_;
   std::string device_;
-  std::mutex mutex_;
+  StateSnapshot snapshot_;
+  mutable std::mutex mutex_;
   std::condition_variable changed_;
   std::deque<Entry> queue_;
   std::exception_ptr error_;
   bool done_ = false;
   bool stop_ = false;
+  std::optional<LoaderState> consumer_state_;  ///< see `consumer_state()`
+  std::optional<LoaderState> end_state_;       ///< the inner loader's, after its last batch
   std::thread thread_;
 };
 
@@ -247,7 +281,7 @@ class PrefetchPipeline {
 /// the stage made (by default the `B::Buffer` holding the host batch's bytes). A failed
 /// upload or fence is rethrown to the consumer as a `DataError` at the batch's position.
 template <StagingBackend B, DataLoader L, class Stage = UploadHostBytes>
-requires std::same_as<typename L::device_type, device_t<B>>
+  requires std::same_as<typename L::device_type, device_t<B>>
 class PrefetchLoader {
   using host_data_type = decltype(std::declval<typename L::batch_type&>().data);
   using staged_type =
@@ -264,13 +298,16 @@ class PrefetchLoader {
 
   /// Wraps `loader`, keeping `depth` (at least 1) uploads in flight with `stage`.
   PrefetchLoader(L loader, std::size_t depth, Stage stage = {})
-      : inner_(std::move(loader)), depth_(depth), stage_(std::move(stage)) {
+      : inner_(std::make_shared<L>(std::move(loader))), depth_(depth), stage_(std::move(stage)) {
     if (depth_ == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
-    if constexpr (requires { inner_.device(); }) device_ = inner_.device();
+    if constexpr (requires { inner_->device(); }) device_ = inner_->device();
   }
   /// A copy wraps a copy of the inner loader; it makes its own stager when first iterated.
   PrefetchLoader(const PrefetchLoader& other)
-      : inner_(other.inner_), depth_(other.depth_), stage_(other.stage_), device_(other.device_) {}
+      : inner_(std::make_shared<L>(*other.inner_)),
+        depth_(other.depth_),
+        stage_(other.stage_),
+        device_(other.device_) {}
   PrefetchLoader& operator=(const PrefetchLoader& other) {
     if (this != &other) *this = PrefetchLoader(other);
     return *this;
@@ -282,17 +319,54 @@ class PrefetchLoader {
   /// The next epoch's batches, on `device()`, in order; advances the inner loader's epoch.
   [[nodiscard]] detail::BatchRange<batch_type> iter() {
     if (!stager_) stager_ = B::make_stager(device_, depth_);
-    auto pipeline = std::make_shared<Pipeline>(depth_, device_name(device_));
-    pipeline->start(inner_.iter(), stage_, stager_);
+    auto pipeline = std::make_shared<Pipeline>(depth_, device_name(device_), snapshot());
+    auto range = inner_->iter();
+    pipeline->start(std::move(range), stage_, stager_);
+    current_ = pipeline;
     return detail::BatchRange<batch_type>([pipeline] { return pipeline->take(); },
                                           [pipeline] { pipeline->stop(); });
   }
 
+  /// The inner loader's layout of `epoch` (for `TrainingLoader`).
+  [[nodiscard]] EpochLayout layout(std::size_t epoch) const
+    requires requires(const L& inner) {
+      { inner.layout(epoch) } -> std::same_as<EpochLayout>;
+    }
+  {
+    return inner_->layout(epoch);
+  }
+  /// Makes the next `iter()` load `epoch` from its start.
+  void set_epoch(std::size_t epoch)
+    requires requires(L& inner) { inner.set_epoch(epoch); }
+  {
+    inner_->set_epoch(epoch);
+    current_.reset();
+  }
+  /// Where the consumer stands: the inner loader's state as of the batch the consumer took
+  /// last, not counting the batches pulled ahead for upload (see `TrainingLoader`).
+  [[nodiscard]] LoaderState state() const
+    requires requires(const L& inner) {
+      { inner.state() } -> std::same_as<LoaderState>;
+    }
+  {
+    if (current_) {
+      if (auto taken = current_->consumer_state()) return *taken;
+    }
+    return inner_->state();
+  }
+  /// Makes the next `iter()` load the rest of `state.epoch`.
+  void restore(const LoaderState& state)
+    requires requires(L& inner) { inner.restore(state); }
+  {
+    inner_->restore(state);
+    current_.reset();
+  }
+
   /// Items the next epoch yields.
-  [[nodiscard]] std::size_t num_items() const { return inner_.num_items(); }
+  [[nodiscard]] std::size_t num_items() const { return inner_->num_items(); }
   /// Makes later batches for (and uploads them to) `device`.
   void set_device(const device_type& device) {
-    inner_.set_device(device);
+    inner_->set_device(device);
     if (!(device == device_)) stager_.reset();
     device_ = device;
   }
@@ -300,27 +374,48 @@ class PrefetchLoader {
   [[nodiscard]] const device_type& device() const noexcept { return device_; }
   /// Prefetching over positions `[begin, end)` of the inner loader's epochs.
   [[nodiscard]] PrefetchLoader slice(std::size_t begin, std::size_t end) const {
-    return PrefetchLoader(inner_.slice(begin, end), depth_, stage_);
+    return PrefetchLoader(inner_->slice(begin, end), depth_, stage_);
   }
   /// Prefetching over part `index` of `count` of the inner loader (see `split`).
-  [[nodiscard]] PrefetchLoader part(std::size_t count,
-                                    std::size_t index) const requires SplittableLoader<L> {
-    return PrefetchLoader(inner_.part(count, index), depth_, stage_);
+  [[nodiscard]] PrefetchLoader part(std::size_t count, std::size_t index) const
+    requires SplittableLoader<L>
+  {
+    return PrefetchLoader(inner_->part(count, index), depth_, stage_);
   }
 
   /// Uploads kept in flight.
   [[nodiscard]] std::size_t depth() const noexcept { return depth_; }
   /// The loader whose batches are uploaded.
-  [[nodiscard]] const L& inner() const noexcept { return inner_; }
+  [[nodiscard]] const L& inner() const noexcept { return *inner_; }
   /// The stager of this loader's device, or null before the first `iter()`.
   [[nodiscard]] const stager_t<B>* stager() const noexcept { return stager_.get(); }
 
  private:
-  L inner_;
+  /// Reads the inner loader's state from the pipeline's thread, where it has one (a slice
+  /// has none: `state()` then reports the inner loader's own refusal).
+  [[nodiscard]] detail::StateSnapshot snapshot() const {
+    if constexpr (requires(const L& inner) {
+                    { inner.state() } -> std::same_as<LoaderState>;
+                  }) {
+      return [inner = inner_]() -> std::optional<LoaderState> {
+        try {
+          return inner->state();
+        } catch (const std::logic_error&) {
+          return std::nullopt;
+        }
+      };
+    } else {
+      return {};
+    }
+  }
+
+  /// On the heap, so the pipeline's thread reads its state while this loader moves.
+  std::shared_ptr<L> inner_;
   std::size_t depth_;
   Stage stage_;
   device_type device_{};
   std::shared_ptr<stager_t<B>> stager_;
+  std::shared_ptr<Pipeline> current_;  ///< the pipeline of the last `iter()`
 };
 
 /// Keeps `depth` batches of `loader` copying to its device ahead of the consumer (see
@@ -328,7 +423,7 @@ class PrefetchLoader {
 /// memory backend (`cpu::Backend`) the batches already are on the device: `loader` itself is
 /// returned and its batches pass through untouched.
 template <class B, DataLoader L>
-requires is_host_memory_backend<B> || StagingBackend<B>
+  requires is_host_memory_backend<B> || StagingBackend<B>
 [[nodiscard]] auto prefetch_to_device(L loader, std::size_t depth) {
   if (depth == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
   if constexpr (is_host_memory_backend<B>) {
@@ -348,9 +443,7 @@ template <StagingBackend B, DataLoader L, class Stage>
 
 /// `prefetch_to_device` for the backend the loader was built for (`loader_backend_t<L>`).
 template <DataLoader L>
-requires requires {
-  typename loader_backend_t<L>;
-}
+  requires requires { typename loader_backend_t<L>; }
 [[nodiscard]] auto prefetch_to_device(L loader, std::size_t depth) {
   return prefetch_to_device<loader_backend_t<L>>(std::move(loader), depth);
 }
