@@ -22,16 +22,22 @@ __device__ float4 lookup4(const float* table, unsigned word) {
                      table[word >> 24]);
 }
 
-/// Vector path: thread t converts bytes [16 t, 16 t + 16) with one 16-byte load and four
-/// float4 stores; the scalar tail (count % 16) is done by the first threads of the grid.
-__global__ void normalize_u8_kernel(const std::uint8_t* in, float* out, std::size_t count,
-                                    ByteTable table) {
-  __shared__ float shared[256];
+/// Copies the table into shared memory: lookups by arbitrary bytes in a warp would serialise
+/// in the kernel parameters' constant bank.
+__device__ void load_table(float* shared, const ByteTable& table) {
   for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) shared[i] = table.values[i];
   __syncthreads();
+}
+
+/// Thread t converts bytes [16 t, 16 t + 16) with one 16-byte load and four float4 stores
+/// for the first `vectors` vectors (0 where a pointer is not 16-byte aligned); the bytes after
+/// them are converted one a thread.
+__global__ void normalize_u8_kernel(const std::uint8_t* in, float* out, std::size_t count,
+                                    std::size_t vectors, ByteTable table) {
+  __shared__ float shared[256];
+  load_table(shared, table);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const std::size_t vectors = count / bytes_per_thread;
   const auto* in16 = reinterpret_cast<const uint4*>(in);
   auto* out4 = reinterpret_cast<float4*>(out);
   for (std::size_t v = first; v < vectors; v += stride) {
@@ -47,19 +53,6 @@ __global__ void normalize_u8_kernel(const std::uint8_t* in, float* out, std::siz
   }
 }
 
-/// The same lookup one byte a thread, for pointers that are not 16-byte aligned.
-__global__ void normalize_u8_scalar_kernel(const std::uint8_t* in, float* out, std::size_t count,
-                                           ByteTable table) {
-  __shared__ float shared[256];
-  for (unsigned i = threadIdx.x; i < 256; i += blockDim.x) shared[i] = table.values[i];
-  __syncthreads();
-  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
-  for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
-       i += stride) {
-    out[i] = shared[in[i]];
-  }
-}
-
 /// The device's nanosecond clock.
 __device__ std::uint64_t global_time() {
   std::uint64_t now = 0;
@@ -67,18 +60,21 @@ __device__ std::uint64_t global_time() {
   return now;
 }
 
-__global__ void spin_kernel(std::uint64_t nanoseconds, const float* input, float* sink) {
+/// Busy-waits about `nanoseconds` on the device's clock.
+__device__ void spin_for(std::uint64_t nanoseconds) {
   const std::uint64_t start = global_time();
   while (global_time() - start < nanoseconds) {
   }
+}
+
+__global__ void spin_kernel(std::uint64_t nanoseconds, const float* input, float* sink) {
+  spin_for(nanoseconds);
   if (input != nullptr && sink != nullptr) *sink = input[0];
 }
 
 __global__ void delayed_copy_kernel(const float* in, float* out, std::size_t count,
                                     std::uint64_t nanoseconds) {
-  const std::uint64_t start = global_time();
-  while (global_time() - start < nanoseconds) {
-  }
+  spin_for(nanoseconds);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   for (std::size_t i = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < count;
        i += stride) {
@@ -103,12 +99,11 @@ cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
   if (count == 0) return cudaSuccess;
   const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  if (!aligned) {
-    return launch(normalize_u8_scalar_kernel, blocks_for(count), stream, in, out, count, table);
-  }
-  // One vector a thread (a grid-stride loop past 65535 blocks); the tail needs one block.
-  return launch(normalize_u8_kernel, blocks_for(count / bytes_per_thread), stream, in, out, count,
-                table);
+  // Aligned: one vector a thread (a grid-stride loop past 65535 blocks), the tail of fewer
+  // than 16 bytes needs one block. Not aligned: every byte alone.
+  const std::size_t vectors = aligned ? count / bytes_per_thread : 0;
+  return launch(normalize_u8_kernel, blocks_for(aligned ? vectors : count), stream, in, out, count,
+                vectors, table);
 }
 
 cudaError_t spin(std::uint64_t nanoseconds, const float* input, float* sink,

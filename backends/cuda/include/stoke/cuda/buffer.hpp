@@ -82,10 +82,6 @@ class Buffer {
     std::erase_if(uses_, [](const Fence& use) { return use.ready(); });
     uses_.emplace_back(context_->device(), stream);
   }
-  /// Records `fence` (work that uses the buffer) as a use: see `record_use(stream)`.
-  void record_use(Fence fence) {
-    if (data_ != nullptr) uses_.push_back(std::move(fence));
-  }
 
  private:
   void release() noexcept {

@@ -111,6 +111,12 @@ struct staged_parts<Staged<V, F>> {
   using fence = F;
 };
 
+/// A loader that reports where it stands (`state()`, as stoke's loaders and their parts do).
+template <class L>
+concept ReportsState = requires(const L& loader) {
+  { loader.state() } -> std::same_as<LoaderState>;
+};
+
 /// Where the loader a pipeline drains stands right after it yielded a batch (its `state()`),
 /// or nothing where that loader has no state (a slice, or a loader without `state()`).
 using StateSnapshot = std::function<std::optional<LoaderState>()>;
@@ -345,9 +351,7 @@ class PrefetchLoader {
   /// Where the consumer stands: the inner loader's state as of the batch the consumer took
   /// last, not counting the batches pulled ahead for upload (see `TrainingLoader`).
   [[nodiscard]] LoaderState state() const
-    requires requires(const L& inner) {
-      { inner.state() } -> std::same_as<LoaderState>;
-    }
+    requires detail::ReportsState<L>
   {
     if (current_) {
       if (auto taken = current_->consumer_state()) return *taken;
@@ -394,9 +398,7 @@ class PrefetchLoader {
   /// Reads the inner loader's state from the pipeline's thread, where it has one (a slice
   /// has none: `state()` then reports the inner loader's own refusal).
   [[nodiscard]] detail::StateSnapshot snapshot() const {
-    if constexpr (requires(const L& inner) {
-                    { inner.state() } -> std::same_as<LoaderState>;
-                  }) {
+    if constexpr (detail::ReportsState<L>) {
       return [inner = inner_]() -> std::optional<LoaderState> {
         try {
           return inner->state();
