@@ -127,8 +127,9 @@ class Buffer {
     written_ = std::max(written_, fence.value());
     used_ = std::max(used_, fence.value());
   }
-  /// Records submitted work that reads the buffer and completes at `fence`.
-  void mark_used(const Fence& fence) {
+  /// Records submitted work that reads the buffer and completes at `fence`. A read does not
+  /// change the buffer, so a const buffer (a batch's inputs) records it too.
+  void mark_used(const Fence& fence) const {
     check_own(fence);
     used_ = std::max(used_, fence.value());
   }
@@ -156,8 +157,8 @@ class Buffer {
   bool reusable_ = false;   ///< device memory, kept by the context for reuse when dropped
   VkBuffer handle_ = VK_NULL_HANDLE;
   DeviceMemory memory_;
-  std::uint64_t written_ = 0;  ///< timeline value of the last write
-  std::uint64_t used_ = 0;     ///< timeline value of the last use
+  std::uint64_t written_ = 0;       ///< timeline value of the last write
+  mutable std::uint64_t used_ = 0;  ///< timeline value of the last use
 };
 
 }  // namespace stoke::vulkan

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// `vulkan::HostStagedCollective`: all_reduce between Vulkan devices of one process, staged
-/// through host memory (download, sum on the host in a fixed order, upload).
+/// `vulkan::HostStagedCollective`: all_reduce and all_gather between Vulkan devices of one
+/// process, staged through host memory (download, combine on the host in a fixed order, upload).
 
 #include <cstddef>
 #include <cstring>
@@ -52,6 +52,26 @@ class HostStagedCollective {
   /// Replaces every participant's device buffer of floats (on its own device) by the
   /// element-wise sum over all of them; returns when the sum is in `values`.
   void all_reduce_sum(std::size_t participant, Buffer& values) {
+    staged(participant, values,
+           [&](std::span<float> host) { host_.all_reduce_sum(participant, host); });
+  }
+
+  /// See `stoke::all_gather`, on every participant's device buffer of floats.
+  void all_gather(std::size_t participant, Buffer& values) {
+    staged(participant, values,
+           [&](std::span<float> host) { host_.all_gather(participant, host); });
+  }
+
+  /// Wakes every waiting participant with an error; later calls fail at once.
+  void abort() { host_.abort(); }
+
+ private:
+  /// Downloads participant `participant`'s `values`, runs the host collective `exchange` on
+  /// them and uploads the result in place (returning once it is there). A bad argument or a
+  /// failed download aborts the collective, so the other participants do not wait forever.
+  template <class Exchange>
+  void staged(std::size_t participant, Buffer& values, Exchange&& exchange) {
+    std::vector<float> host;
     try {
       if (participant >= devices_.size()) {
         throw std::invalid_argument("stoke: vulkan: participant " + std::to_string(participant) +
@@ -63,30 +83,20 @@ class HostStagedCollective {
                                     " but passed a buffer on " + device_name(values.device()));
       }
       if (values.size() % sizeof(float) != 0) {
-        throw std::invalid_argument("stoke: vulkan: all_reduce needs a buffer of floats, got " +
+        throw std::invalid_argument("stoke: vulkan: a collective needs a buffer of floats, got " +
                                     std::to_string(values.size()) + " bytes");
       }
-    } catch (...) {
-      host_.abort();
-      throw;
-    }
-    Stager& stager = *stagers_[participant];
-    std::vector<float> host(values.size() / sizeof(float));
-    try {
-      const std::vector<std::byte> bytes = stager.download(values);
+      const std::vector<std::byte> bytes = stagers_[participant]->download(values);
+      host.resize(values.size() / sizeof(float));
       if (!bytes.empty()) std::memcpy(host.data(), bytes.data(), bytes.size());
     } catch (...) {
       host_.abort();
       throw;
     }
-    host_.all_reduce_sum(participant, host);
-    stager.upload_into(values, std::as_bytes(std::span(host))).wait();
+    exchange(std::span<float>(host));
+    stagers_[participant]->upload_into(values, std::as_bytes(std::span(host))).wait();
   }
 
-  /// Wakes every waiting participant with an error; later calls fail at once.
-  void abort() { host_.abort(); }
-
- private:
   std::vector<Device> devices_;
   std::vector<std::unique_ptr<Stager>> stagers_;
   cpu::SharedMemoryCollective host_;

@@ -1,0 +1,245 @@
+#pragma once
+/// @file
+/// Training in Vulkan device memory: float tensors, their uploads and downloads, and the
+/// compute shaders of the element-wise optimizers (`sgd_step.comp`, `adam_step.comp`) and of
+/// a softmax classifier (`softmax_forward.comp`, `softmax_gradients.comp`,
+/// `add_softmax_sums.comp`). `vulkan::Backend` exposes them as a `stoke::DeviceBackend`.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <vulkan/vulkan_core.h>
+
+#include <stoke/core/device_training.hpp>
+#include <stoke/vulkan/buffer.hpp>
+#include <stoke/vulkan/compute_pipeline.hpp>
+#include <stoke/vulkan/context.hpp>
+#include <stoke/vulkan/device.hpp>
+#include <stoke/vulkan/registry.hpp>
+#include <stoke/vulkan/shaders/adam_step.spv.hpp>
+#include <stoke/vulkan/shaders/add_softmax_sums.spv.hpp>
+#include <stoke/vulkan/shaders/sgd_step.spv.hpp>
+#include <stoke/vulkan/shaders/softmax_forward.spv.hpp>
+#include <stoke/vulkan/shaders/softmax_gradients.spv.hpp>
+#include <stoke/vulkan/stager.hpp>
+
+namespace stoke::vulkan {
+
+/// The training shaders and the stager of one device, made on first use and kept for the
+/// life of the process (like the device's context, see `detail::Registry`). Thread-safe.
+class TrainingKernels {
+ public:
+  /// The kernels of `device`.
+  static TrainingKernels& of(const Device& device) {
+    std::shared_ptr<Context> made = vulkan::context(device);  // the registry outlives every kernel
+    static std::mutex mutex;
+    static auto* kernels = new std::unordered_map<Device, std::unique_ptr<TrainingKernels>>();
+    std::lock_guard lock(mutex);
+    auto& slot = (*kernels)[device];
+    if (!slot) slot.reset(new TrainingKernels(std::move(made)));
+    return *slot;
+  }
+
+  /// The device's context.
+  [[nodiscard]] const std::shared_ptr<Context>& context() const noexcept { return context_; }
+  /// Uploads and downloads of tensors.
+  [[nodiscard]] Stager& stager() noexcept { return stager_; }
+
+  ComputePipeline sgd;                ///< `sgd_step.comp`
+  ComputePipeline adam;               ///< `adam_step.comp`
+  ComputePipeline softmax_forward;    ///< `softmax_forward.comp`
+  ComputePipeline softmax_gradients;  ///< `softmax_gradients.comp`
+  ComputePipeline add_softmax_sums;   ///< `add_softmax_sums.comp`
+
+ private:
+  explicit TrainingKernels(std::shared_ptr<Context> context)
+      : sgd(context, shaders::sgd_step, 4, sizeof(std::uint32_t) * 4 + sizeof(float) * 3, 256),
+        adam(context, shaders::adam_step, 5, sizeof(std::uint32_t) * 4 + sizeof(float) * 7, 256),
+        softmax_forward(context, shaders::softmax_forward, 5, sizeof(std::uint32_t) * 4, 64),
+        softmax_gradients(context, shaders::softmax_gradients, 4, sizeof(std::uint32_t) * 4, 64),
+        add_softmax_sums(context, shaders::add_softmax_sums, 2, sizeof(std::uint32_t) * 4, 1),
+        context_(std::move(context)),
+        stager_(context_, 4) {}
+
+  std::shared_ptr<Context> context_;
+  Stager stager_;
+};
+
+/// Device-resident training on Vulkan: what `vulkan::Backend` offers as a
+/// `stoke::DeviceBackend`. Tensors are `Buffer`s; every operation is a submission ordered by
+/// the buffers' fences and returns without waiting, except `download`.
+namespace training {
+
+namespace detail {
+
+/// The 32-bit value of a size a shader takes; throws `std::invalid_argument` naming `what`
+/// when it does not fit.
+inline std::uint32_t u32(std::size_t value, const char* what) {
+  if (value > 0xFFFFFFFFu) {
+    throw std::invalid_argument(std::string("stoke: vulkan: ") + what + " of " +
+                                std::to_string(value) + " exceeds a shader's 32-bit index");
+  }
+  return static_cast<std::uint32_t>(value);
+}
+
+/// Throws `std::invalid_argument` unless `tensor` holds at least `floats` floats.
+inline void check_floats(const Buffer& tensor, std::size_t floats, const char* what) {
+  if (tensor.size() < floats * sizeof(float)) {
+    throw std::invalid_argument(std::string("stoke: vulkan: ") + what + " holds " +
+                                std::to_string(tensor.size() / sizeof(float)) +
+                                " floats, the step needs " + std::to_string(floats));
+  }
+}
+
+struct SoftmaxParams {
+  std::uint32_t rows, real_rows, features, classes;
+};
+
+inline SoftmaxParams softmax_params(const SoftmaxShape& shape) {
+  if (shape.classes == 0 || shape.classes > max_softmax_classes) {
+    throw std::invalid_argument("stoke: vulkan: a softmax classifier of " +
+                                std::to_string(shape.classes) + " classes (1 to " +
+                                std::to_string(max_softmax_classes) + " are supported)");
+  }
+  if (shape.real_rows > shape.rows) {
+    throw std::invalid_argument("stoke: vulkan: a batch of " + std::to_string(shape.rows) +
+                                " rows cannot have " + std::to_string(shape.real_rows) +
+                                " real ones");
+  }
+  return {u32(shape.rows, "a batch"), u32(shape.real_rows, "a batch"),
+          u32(shape.features, "a feature count"), u32(shape.classes, "a class count")};
+}
+
+}  // namespace detail
+
+/// `floats` zeroed floats on `device`.
+inline Buffer zeros(const Device& device, std::size_t floats) {
+  TrainingKernels& kernels = TrainingKernels::of(device);
+  Buffer tensor(kernels.context(), floats * sizeof(float));
+  const VkDeviceSize bytes = (std::max<std::size_t>(tensor.size(), 4) + 3) / 4 * 4;
+  const Fence used = tensor.used();
+  const Fence fence = kernels.context()->submit(
+      [&](VkCommandBuffer commands) { vkCmdFillBuffer(commands, tensor.handle(), 0, bytes, 0); },
+      std::span(&used, 1));
+  tensor.mark_written(fence);
+  return tensor;
+}
+
+/// Overwrites the start of `tensor` with `bytes` (staged: `bytes` may go once this returns).
+inline void upload(Buffer& tensor, std::span<const std::byte> bytes) {
+  TrainingKernels::of(tensor.device()).stager().upload_into(tensor, bytes);
+}
+
+/// The floats of `tensor`, once its writes completed.
+inline std::vector<float> download(const Buffer& tensor) {
+  const std::vector<std::byte> bytes =
+      TrainingKernels::of(tensor.device()).stager().download(tensor);
+  std::vector<float> out(bytes.size() / sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+/// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
+inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
+                     Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history) {
+  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
+  detail::check_floats(velocity, step.size, "the velocity tensor");
+  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
+  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
+  struct {
+    std::uint32_t parameters, begin, size, slot;
+    float learning_rate, momentum, weight_decay;
+  } params{detail::u32(step.parameters, "a parameter count"),
+           detail::u32(step.begin, "a shard"),
+           detail::u32(step.size, "a shard"),
+           detail::u32(step.history_slot, "a step index"),
+           step.learning_rate,
+           hyper.momentum,
+           hyper.weight_decay};
+  const Binding bindings[] = {Binding::write(parameters), Binding::write(velocity),
+                              Binding::read(reduced), Binding::write(history)};
+  TrainingKernels::of(parameters.device())
+      .sgd.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
+}
+
+/// One Adam step on a shard (see `OptimizerStepShape`); `first` and `second` hold the
+/// shard's moments.
+inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
+                      Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
+                      Buffer& history) {
+  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
+  detail::check_floats(first, step.size, "the first-moment tensor");
+  detail::check_floats(second, step.size, "the second-moment tensor");
+  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
+  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
+  const double t = static_cast<double>(hyper.step);
+  struct {
+    std::uint32_t parameters, begin, size, slot;
+    float learning_rate, beta1, beta2, epsilon, decay, correction1, root_correction2;
+  } params{detail::u32(step.parameters, "a parameter count"),
+           detail::u32(step.begin, "a shard"),
+           detail::u32(step.size, "a shard"),
+           detail::u32(step.history_slot, "a step index"),
+           step.learning_rate,
+           hyper.beta1,
+           hyper.beta2,
+           hyper.epsilon,
+           1.0f - step.learning_rate * hyper.weight_decay,
+           static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t)),
+           static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(hyper.beta2), t)))};
+  const Binding bindings[] = {Binding::write(parameters), Binding::write(first),
+                              Binding::write(second), Binding::read(reduced),
+                              Binding::write(history)};
+  TrainingKernels::of(parameters.device())
+      .adam.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
+}
+
+/// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
+/// of the loss by the logits (`rows x classes`) and per-item loss and correctness (`rows x 2`).
+inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
+                            const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
+  const auto params = detail::softmax_params(shape);
+  detail::check_floats(inputs, shape.rows * shape.features, "the input tensor");
+  detail::check_floats(labels, shape.rows, "the label tensor");
+  detail::check_floats(parameters, shape.features * shape.classes + shape.classes,
+                       "the parameter tensor");
+  detail::check_floats(dlogits, shape.rows * shape.classes, "the logit-gradient tensor");
+  detail::check_floats(item_stats, shape.rows * 2, "the item-statistics tensor");
+  const Binding bindings[] = {Binding::read(inputs), Binding::read(labels),
+                              Binding::read(parameters), Binding::write(dlogits),
+                              Binding::write(item_stats)};
+  TrainingKernels::of(inputs.device()).softmax_forward.dispatch(bindings, params, shape.rows);
+}
+
+/// A softmax classifier's gradient sums and step sums into the reduced tensor.
+inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
+                              const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
+  const auto params = detail::softmax_params(shape);
+  const std::size_t outputs = shape.features * shape.classes + shape.classes + reduced_tail;
+  detail::check_floats(reduced, outputs, "the reduced tensor");
+  const Binding bindings[] = {Binding::read(inputs), Binding::read(dlogits),
+                              Binding::read(item_stats), Binding::write(reduced)};
+  TrainingKernels::of(inputs.device()).softmax_gradients.dispatch(bindings, params, outputs);
+}
+
+/// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
+inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
+  const auto params = detail::softmax_params(shape);
+  detail::check_floats(sums, reduced_tail, "the sums tensor");
+  const Binding bindings[] = {Binding::read(item_stats), Binding::write(sums)};
+  TrainingKernels::of(sums.device()).add_softmax_sums.dispatch(bindings, params, 1);
+}
+
+}  // namespace training
+
+}  // namespace stoke::vulkan
