@@ -2,19 +2,16 @@
 // the spin and delayed-copy kernels that benchmarks and tests use as steps of known length.
 #include <stoke/cuda/kernels.hpp>
 
+#include "launch.cuh"
+
 namespace stoke::cuda::kernels {
 namespace {
 
-constexpr unsigned threads_per_block = 256;
+using detail::blocks_for;
+using detail::launch;
 
 /// Bytes one thread converts in the vector path.
 constexpr std::size_t bytes_per_thread = 16;
-
-/// A grid of at most `limit` blocks covering `work` items, one per thread.
-unsigned blocks_for(std::size_t work, std::size_t limit = 65535) {
-  const std::size_t wanted = (work + threads_per_block - 1) / threads_per_block;
-  return static_cast<unsigned>(wanted < limit ? (wanted == 0 ? 1 : wanted) : limit);
-}
 
 /// Converts four bytes of `word` (little-endian) through `table`.
 __device__ float4 lookup4(const float* table, unsigned word) {
@@ -82,16 +79,6 @@ __global__ void delayed_copy_kernel(const float* in, float* out, std::size_t cou
   }
 }
 
-/// Launches `kernel` and returns the status of this launch only (cudaLaunchKernel reports its
-/// own failure; cudaGetLastError would also report an earlier call's).
-template <class... Args>
-cudaError_t launch(void (*kernel)(Args...), unsigned blocks, cudaStream_t stream,
-                   Args... args) noexcept {
-  void* pointers[] = {static_cast<void*>(&args)...};
-  return cudaLaunchKernel(reinterpret_cast<const void*>(kernel), dim3(blocks),
-                          dim3(threads_per_block), pointers, 0, stream);
-}
-
 }  // namespace
 
 cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
@@ -108,9 +95,7 @@ cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
 
 cudaError_t spin(std::uint64_t nanoseconds, const float* input, float* sink,
                  cudaStream_t stream) noexcept {
-  void* pointers[] = {&nanoseconds, &input, &sink};
-  return cudaLaunchKernel(reinterpret_cast<const void*>(spin_kernel), dim3(1), dim3(1), pointers, 0,
-                          stream);
+  return launch(spin_kernel, detail::Grid(1, 1), stream, nanoseconds, input, sink);
 }
 
 cudaError_t delayed_copy(const float* in, float* out, std::size_t count, std::uint64_t nanoseconds,

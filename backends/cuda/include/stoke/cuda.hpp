@@ -1,8 +1,9 @@
 #pragma once
 /// @file
 /// The CUDA backend: devices, device buffers from `cudaMallocAsync` pools, staged uploads
-/// fenced by events, batchers (with the u8 -> float kernel), and with NCCL the all_reduce
-/// collective. Link `stoke::cuda`; never reached from `<stoke/stoke.hpp>`.
+/// fenced by events, batchers (with the u8 -> float kernel), training in device memory (the
+/// optimizer and softmax kernels), and with NCCL the all_reduce and all_gather collective.
+/// Link `stoke::cuda`; never reached from `<stoke/stoke.hpp>`.
 
 #include <stoke/cuda/backend.hpp>
 #include <stoke/cuda/batcher.hpp>
@@ -13,6 +14,7 @@
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/cuda/runtime.hpp>
 #include <stoke/cuda/stager.hpp>
+#include <stoke/cuda/training.hpp>
 #if defined(STOKE_CUDA_HAS_NCCL)
 #include <stoke/cuda/nccl.hpp>
 #endif

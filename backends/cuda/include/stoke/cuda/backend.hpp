@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// `cuda::Backend`: the CUDA backend, a `stoke::StagingBackend` and (with NCCL) a
-/// `stoke::CollectiveBackend` whose devices are the visible CUDA devices.
+/// `stoke::CollectiveBackend` and `stoke::DeviceBackend` whose devices are the visible CUDA
+/// devices.
 
 #include <cstddef>
 #include <memory>
@@ -17,6 +18,7 @@
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/fence.hpp>
 #include <stoke/cuda/stager.hpp>
+#include <stoke/cuda/training.hpp>
 #if defined(STOKE_CUDA_HAS_NCCL)
 #include <stoke/cuda/nccl.hpp>
 #endif
@@ -53,12 +55,14 @@ struct DeviceCount {
 
 /// The CUDA backend. Uploads go through `Stager`s (pinned staging buffers, the device's copy
 /// stream, events as fences) into `cudaMallocAsync` memory; with NCCL, all_reduce sums device
-/// buffers with `ncclAllReduce`.
+/// buffers with `ncclAllReduce`. Models train in device memory through the kernels of
+/// `training.hpp` (the `stoke::DeviceBackend` members).
 struct Backend {
   using Device = cuda::Device;  ///< `cuda:N`
   using Buffer = cuda::Buffer;  ///< device memory
   using Fence = cuda::Fence;    ///< a recorded event
   using Stager = cuda::Stager;  ///< uploads through pinned staging buffers
+  using Tensor = cuda::Buffer;  ///< floats in device memory
 #if defined(STOKE_CUDA_HAS_NCCL)
   using Collective = NcclCollective;  ///< all_reduce with NCCL
 #endif
@@ -77,6 +81,9 @@ struct Backend {
     return out;
   }
 
+  /// Why no device is visible (empty when one is).
+  static std::string unavailable_reason() { return cuda::unavailable_reason(); }
+
   /// A stager for `device` with at most `slots` staging buffers.
   static std::unique_ptr<Stager> make_stager(const Device& device, std::size_t slots) {
     return std::make_unique<Stager>(device, slots);
@@ -88,6 +95,16 @@ struct Backend {
     return std::make_unique<Collective>(devices);
   }
 #endif
+
+  // The `stoke::DeviceBackend` operations, documented in `training.hpp`.
+  static constexpr auto& zeros = training::zeros;                          ///< zeroed floats
+  static constexpr auto& upload = training::upload;                        ///< host to tensor
+  static constexpr auto& download = training::download;                    ///< tensor to host
+  static constexpr auto& sgd_step = training::sgd_step;                    ///< SGD on a shard
+  static constexpr auto& adam_step = training::adam_step;                  ///< Adam on a shard
+  static constexpr auto& softmax_forward = training::softmax_forward;      ///< logit gradients
+  static constexpr auto& softmax_gradients = training::softmax_gradients;  ///< gradient sums
+  static constexpr auto& add_softmax_sums = training::add_softmax_sums;    ///< validation sums
 };
 
 static_assert(stoke::StagingBackend<Backend>);

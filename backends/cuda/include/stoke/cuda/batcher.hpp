@@ -32,27 +32,6 @@
 
 namespace stoke::cuda {
 
-namespace detail {
-/// One stager per device, made on first use; shared by a batcher and its copies.
-class StagerCache {
- public:
-  /// Stagers of `slots` staging buffers each.
-  explicit StagerCache(std::size_t slots) : slots_(slots) {}
-  /// The stager of `device`.
-  Stager& of(const Device& device) {
-    std::lock_guard lock(mutex_);
-    auto& stager = stagers_[device];
-    if (!stager) stager = std::make_unique<Stager>(device, slots_);
-    return *stager;
-  }
-
- private:
-  std::size_t slots_;
-  std::mutex mutex_;
-  std::unordered_map<Device, std::unique_ptr<Stager>> stagers_;
-};
-}  // namespace detail
-
 /// A batch that a host batcher made and that was uploaded to a CUDA device.
 struct UploadedBatch {
   Buffer values;  ///< the host batch's bytes (`stoke::host_bytes`), on the device

@@ -75,12 +75,24 @@ class Buffer {
   /// Records queued work that writes the buffer and completes at `fence`.
   void mark_written(Fence fence) { written_ = std::move(fence); }
   /// Records the work queued on `stream` so far as a use of the buffer (call it after queuing
-  /// a kernel or copy that reads or writes it on a stream other than the copy stream): the
-  /// memory is freed only once that work is done. Uses whose work is done are forgotten.
-  void record_use(cudaStream_t stream) {
+  /// a kernel or copy that reads or writes it): the memory is freed only once that work is
+  /// done, and later writers that call `enqueue_wait_for_uses` wait for it. Uses whose work is
+  /// done are forgotten. A use does not change the bytes, so a const buffer records it too.
+  void record_use(cudaStream_t stream) const {
+    if (data_ != nullptr) record_use(Fence(context_->device(), stream));
+  }
+  /// Records queued work that uses the buffer and completes at `fence` (see above).
+  void record_use(Fence fence) const {
     if (data_ == nullptr) return;
     std::erase_if(uses_, [](const Fence& use) { return use.ready(); });
-    uses_.emplace_back(context_->device(), stream);
+    uses_.push_back(std::move(fence));
+  }
+  /// Makes later work on `stream` wait for the last write and every recorded use: what work
+  /// that overwrites the buffer must wait for (readers need only `written()`).
+  void enqueue_wait_for_uses(cudaStream_t stream) const {
+    written_.enqueue_wait(stream);
+    std::erase_if(uses_, [](const Fence& use) { return use.ready(); });
+    for (const Fence& use : uses_) use.enqueue_wait(stream);
   }
 
  private:
@@ -108,7 +120,7 @@ class Buffer {
   void* data_ = nullptr;
   std::size_t size_ = 0;
   Fence written_;
-  std::vector<Fence> uses_;  ///< work on other streams the free must wait for
+  mutable std::vector<Fence> uses_;  ///< work the free and later writers must wait for
 };
 
 }  // namespace stoke::cuda

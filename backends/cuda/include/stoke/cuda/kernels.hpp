@@ -1,8 +1,9 @@
 #pragma once
 /// @file
-/// Launchers of the CUDA backend's kernels (compiled in `src/*.cu`); each queues its kernel
-/// on `stream` and returns the status of that launch alone (an earlier failure on the thread
-/// is not reported as this launch's).
+/// Launchers of the CUDA backend's kernels (compiled in `src/*.cu`: the batcher's and the
+/// tests' in `normalize.cu`, training's in `training.cu`); each queues its kernel on `stream`
+/// and returns the status of that launch alone (an earlier failure on the thread is not
+/// reported as this launch's).
 
 #include <array>
 #include <cstddef>
@@ -41,5 +42,71 @@ cudaError_t spin(std::uint64_t nanoseconds, const float* input, float* sink,
 /// a slow reader for the tests that free or overwrite memory while a kernel still reads it.
 cudaError_t delayed_copy(const float* in, float* out, std::size_t count, std::uint64_t nanoseconds,
                          cudaStream_t stream) noexcept;
+
+/// One element-wise optimizer step as the kernels take it (see `stoke::OptimizerStepShape`):
+/// the parameters `[begin, begin + size)` step with the gradients
+/// `reduced[i] * (1 / reduced[parameters + 1])`; a count of zero changes nothing. Thread 0
+/// also copies `reduced`'s three sums to `history[3 * history_slot ...]`.
+struct OptimizerStep {
+  std::uint32_t parameters;    ///< gradients in `reduced`; the three sums follow
+  std::uint32_t begin;         ///< first parameter stepped
+  std::uint32_t size;          ///< parameters stepped (the state arrays hold as many)
+  std::uint32_t history_slot;  ///< the step's index in the epoch
+  float learning_rate;         ///< this step's rate
+};
+
+/// SGD's factors (see `stoke::SgdHyperparameters`).
+struct SgdFactors {
+  float momentum;      ///< velocity decay
+  float weight_decay;  ///< L2 factor added to the gradient
+};
+
+/// Adam's factors at one step, the bias corrections computed on the host in double as
+/// `stoke::Adam` does.
+struct AdamFactors {
+  float beta1;             ///< first-moment decay
+  float beta2;             ///< second-moment decay
+  float epsilon;           ///< added to the root of the second moment
+  float decay;             ///< `1 - learning_rate * weight_decay`
+  float correction1;       ///< `1 - beta1^t`
+  float root_correction2;  ///< `sqrt(1 - beta2^t)`
+};
+
+/// A softmax classifier's batch (see `stoke::SoftmaxShape`; `classes` is at most
+/// `stoke::max_softmax_classes`).
+struct SoftmaxSizes {
+  std::uint32_t rows;       ///< items in the batch
+  std::uint32_t real_rows;  ///< items that are not padding
+  std::uint32_t features;   ///< inputs per item
+  std::uint32_t classes;    ///< outputs per item
+};
+
+/// SGD with heavy-ball momentum on a shard: `v = momentum v + (g + weight_decay p)`,
+/// `p -= lr v`, evaluated as `stoke::Sgd` does (no fused multiply-add).
+cudaError_t sgd_step(const OptimizerStep& step, const SgdFactors& factors, float* parameters,
+                     float* velocity, const float* reduced, float* history,
+                     cudaStream_t stream) noexcept;
+
+/// Adam with decoupled weight decay on a shard, evaluated as `stoke::Adam` does:
+/// `p = p decay - lr (m / c1) / (sqrt(v) / rc2 + eps)`.
+cudaError_t adam_step(const OptimizerStep& step, const AdamFactors& factors, float* parameters,
+                      float* first, float* second, const float* reduced, float* history,
+                      cudaStream_t stream) noexcept;
+
+/// One thread per item: the gradient of its loss by its logits (`rows x classes`) and its loss
+/// and correctness (`rows x 2`); padding items get zeros.
+cudaError_t softmax_forward(const SoftmaxSizes& sizes, const float* inputs,
+                            const std::int32_t* labels, const float* parameters, float* dlogits,
+                            float* item_stats, cudaStream_t stream) noexcept;
+
+/// One thread per output: the weight and bias gradient sums over the real items, then their
+/// loss sum, count and correct count (overwriting `reduced`).
+cudaError_t softmax_gradients(const SoftmaxSizes& sizes, const float* inputs, const float* dlogits,
+                              const float* item_stats, float* reduced,
+                              cudaStream_t stream) noexcept;
+
+/// One thread: adds the real items' loss sum, count and correct count to `sums[0..3)`.
+cudaError_t add_softmax_sums(const SoftmaxSizes& sizes, const float* item_stats, float* sums,
+                             cudaStream_t stream) noexcept;
 
 }  // namespace stoke::cuda::kernels

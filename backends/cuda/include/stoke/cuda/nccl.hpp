@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// NCCL for the CUDA backend (built when `STOKE_ENABLE_NCCL` found NCCL): `STOKE_NCCL_CHECK`,
-/// RAII communicators, `NcclCollective` (all_reduce over device buffers, one thread per
-/// device) and `make_rank_communicators`, which bootstraps NCCL across the ranks of a
+/// RAII communicators, `NcclCollective` (all_reduce and all_gather over device buffers, one
+/// thread per device) and `make_rank_communicators`, which bootstraps NCCL across the ranks of a
 /// `stoke::ProcessGroup` by broadcasting an `ncclUniqueId` through it.
 
 #if !defined(STOKE_CUDA_HAS_NCCL)
@@ -25,6 +25,7 @@
 
 #include <nccl.h>
 
+#include <stoke/core/collective.hpp>
 #include <stoke/core/device.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
@@ -72,11 +73,12 @@ class NcclComm {
   ncclComm_t comm_ = nullptr;
 };
 
-/// Sums float buffers in device memory across CUDA devices with NCCL, one participant thread
-/// per device. Models `stoke::Collective`: participant `k` passes a span of device memory on
-/// `devices[k]` (such as `Buffer::floats()`); the reduction runs on `k`'s own stream and the
-/// call returns once the sum is in place. `abort()` aborts the communicators, which wakes
-/// every participant waiting for a peer that will never come.
+/// Sums (and all-gathers) float buffers in device memory across CUDA devices with NCCL, one
+/// participant thread per device. Models `stoke::Collective`: participant `k` passes a span of
+/// device memory on `devices[k]` (such as `Buffer::floats()`) or a `Buffer` there; the
+/// collective runs on `k`'s own stream and the call returns once the result is in place.
+/// `abort()` aborts the communicators, which wakes every participant waiting for a peer that
+/// will never come.
 class NcclCollective {
  public:
   /// A clique over the local `devices` (`ncclCommInitAll`); devices must be distinct.
@@ -112,41 +114,31 @@ class NcclCollective {
   /// stream, the communicator's asynchronous error (a peer that failed) and `abort()`; past
   /// `timeout()` it aborts the collective and throws, naming the participant and its device.
   void all_reduce_sum(std::size_t participant, std::span<float> values) {
-    if (participant >= devices_.size()) {
-      abort();
-      throw std::invalid_argument("stoke: cuda: participant " + std::to_string(participant) +
-                                  " of a collective of " + std::to_string(devices_.size()));
-    }
-    const DeviceGuard guard(devices_[participant]);
-    const cudaStream_t stream = streams_[participant].handle();
-    try {
-      {
-        const std::shared_lock lock(comms_mutex_);
-        throw_if_aborted();
-        STOKE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat,
-                                       ncclSum, comms_[participant].get(), stream));
-      }
-      const auto deadline = std::chrono::steady_clock::now() + timeout_;
-      while (!finished(participant, stream)) {
-        if (std::chrono::steady_clock::now() > deadline) {
-          throw Error("stoke: cuda: the all_reduce of participant " + std::to_string(participant) +
-                      " (" + device_name(devices_[participant]) + ") did not finish within " +
-                      std::to_string(timeout_.count()) + " ms: a peer is missing or stalled");
-        }
-        std::this_thread::yield();
-      }
-    } catch (...) {
-      abort();
-      throw;
-    }
+    run(participant, "all_reduce",
+        [&](ncclComm_t comm, cudaStream_t stream) { reduce(comm, values, stream); });
   }
-  /// `all_reduce_sum` over a device buffer of floats, after the writes queued on it.
+  /// `all_reduce_sum` over a device buffer of floats, after the work queued on it.
   void all_reduce_sum(std::size_t participant, Buffer& values) {
-    {
-      const DeviceGuard guard(devices_.at(participant));
-      values.written().enqueue_wait(streams_[participant].handle());
-    }
-    all_reduce_sum(participant, values.floats());
+    run(participant, "all_reduce", [&](ncclComm_t comm, cudaStream_t stream) {
+      reduce(comm, floats_after_uses(participant, values, stream), stream);
+    });
+  }
+
+  /// See `stoke::all_gather`: every participant's device `values` receives, in each shard
+  /// `shard_of(values.size(), k, size())`, participant `k`'s values there. Across ranks
+  /// (communicators from `make_rank_communicators`) every rank receives the shards of rank
+  /// 0's participants: the replicas of every rank hold the same values, as
+  /// `dist::GroupCollective::all_gather` assumes. Waits, times out and aborts as
+  /// `all_reduce_sum` does.
+  void all_gather(std::size_t participant, std::span<float> values) {
+    run(participant, "all_gather",
+        [&](ncclComm_t comm, cudaStream_t stream) { gather(comm, participant, values, stream); });
+  }
+  /// `all_gather` over a device buffer of floats, after the work queued on it.
+  void all_gather(std::size_t participant, Buffer& values) {
+    run(participant, "all_gather", [&](ncclComm_t comm, cudaStream_t stream) {
+      gather(comm, participant, floats_after_uses(participant, values, stream), stream);
+    });
   }
 
   /// Wakes every waiting participant with an error (aborts the communicators); later calls
@@ -158,7 +150,8 @@ class NcclCollective {
     for (NcclComm& comm : comms_) comm.abort();
   }
 
-  /// How long a participant waits for its all_reduce before it gives up (default 5 minutes).
+  /// How long a participant waits for its all_reduce or all_gather before it gives up
+  /// (default 5 minutes).
   [[nodiscard]] std::chrono::milliseconds timeout() const noexcept { return timeout_; }
   /// Sets that wait (set it before the participants start).
   void set_timeout(std::chrono::milliseconds timeout) noexcept { timeout_ = timeout; }
@@ -166,6 +159,100 @@ class NcclCollective {
  private:
   void make_streams() {
     for (const Device& device : devices_) streams_.emplace_back(device);
+  }
+
+  /// Queues the in-place sum of `values` on `stream`.
+  static void reduce(ncclComm_t comm, std::span<float> values, cudaStream_t stream) {
+    STOKE_NCCL_CHECK(ncclAllReduce(values.data(), values.data(), values.size(), ncclFloat, ncclSum,
+                                   comm, stream));
+  }
+
+  /// Queues participant `participant`'s all_gather of `values` on `stream`: one in-place
+  /// `ncclAllGather` when the communicator is this process's alone and the shards are of one
+  /// size; else (NCCL gathers equal counts only) one `ncclBroadcast` of every shard from its
+  /// owner, NCCL rank `k` (participant `k` of the first rank), in one NCCL group.
+  void gather(ncclComm_t comm, std::size_t participant, std::span<float> values,
+              cudaStream_t stream) const {
+    int count = 0;
+    int rank = 0;
+    STOKE_NCCL_CHECK(ncclCommCount(comm, &count));
+    STOKE_NCCL_CHECK(ncclCommUserRank(comm, &rank));
+    const std::size_t parts = devices_.size();
+    if (static_cast<std::size_t>(rank) % parts != participant) {
+      throw std::invalid_argument(
+          "stoke: cuda: all_gather needs participant k at NCCL rank k "
+          "(modulo the participants), participant " +
+          std::to_string(participant) + " is NCCL rank " + std::to_string(rank));
+    }
+    const std::size_t length = values.size();
+    if (length == 0) return;
+    if (static_cast<std::size_t>(count) == parts && length % parts == 0) {
+      const Shard own = shard_of(length, participant, parts);
+      STOKE_NCCL_CHECK(ncclAllGather(values.data() + own.begin, values.data(), own.size(),
+                                     ncclFloat, comm, stream));
+      return;
+    }
+    STOKE_NCCL_CHECK(ncclGroupStart());
+    try {
+      for (std::size_t k = 0; k < parts; ++k) {
+        const Shard shard = shard_of(length, k, parts);
+        if (shard.size() == 0) continue;
+        float* at = values.data() + shard.begin;
+        STOKE_NCCL_CHECK(
+            ncclBroadcast(at, at, shard.size(), ncclFloat, static_cast<int>(k), comm, stream));
+      }
+    } catch (...) {
+      (void)ncclGroupEnd();  // the group must be closed whatever failed
+      throw;
+    }
+    STOKE_NCCL_CHECK(ncclGroupEnd());
+  }
+
+  /// The floats of `values`, once later work on `stream` waits for its last write and its
+  /// uses; throws `std::invalid_argument` unless it is on `participant`'s device.
+  std::span<float> floats_after_uses(std::size_t participant, const Buffer& values,
+                                     cudaStream_t stream) const {
+    if (values.data() != nullptr && !(values.device() == devices_[participant])) {
+      throw std::invalid_argument("stoke: cuda: participant " + std::to_string(participant) +
+                                  " is on " + device_name(devices_[participant]) +
+                                  " but passed a buffer on " + device_name(values.device()));
+    }
+    values.enqueue_wait_for_uses(stream);
+    return values.floats();
+  }
+
+  /// Queues `enqueue(comm, stream)` (participant `participant`'s NCCL calls of `what`) on its
+  /// stream under the communicators' shared lock, then waits for the stream as
+  /// `all_reduce_sum` describes. Any failure aborts the collective.
+  template <class Enqueue>
+  void run(std::size_t participant, const char* what, Enqueue&& enqueue) {
+    if (participant >= devices_.size()) {
+      abort();
+      throw std::invalid_argument("stoke: cuda: participant " + std::to_string(participant) +
+                                  " of a collective of " + std::to_string(devices_.size()));
+    }
+    const DeviceGuard guard(devices_[participant]);
+    const cudaStream_t stream = streams_[participant].handle();
+    try {
+      {
+        const std::shared_lock lock(comms_mutex_);
+        throw_if_aborted();
+        enqueue(comms_[participant].get(), stream);
+      }
+      const auto deadline = std::chrono::steady_clock::now() + timeout_;
+      while (!finished(participant, stream)) {
+        if (std::chrono::steady_clock::now() > deadline) {
+          throw Error("stoke: cuda: the " + std::string(what) + " of participant " +
+                      std::to_string(participant) + " (" + device_name(devices_[participant]) +
+                      ") did not finish within " + std::to_string(timeout_.count()) +
+                      " ms: a peer is missing or stalled");
+        }
+        std::this_thread::yield();
+      }
+    } catch (...) {
+      abort();
+      throw;
+    }
   }
 
   void throw_if_aborted() const {

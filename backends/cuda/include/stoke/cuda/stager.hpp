@@ -6,9 +6,11 @@
 #include <cstddef>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -132,12 +134,32 @@ class Stager {
     return Staged<Buffer, Fence>{std::move(target), std::move(fence)};
   }
 
+  /// Overwrites the start of `target` (a buffer of this device) with `bytes`, after the work
+  /// queued on `target` before; returns the copy's fence without waiting. `bytes` may be
+  /// reused as soon as this returns. Throws `std::invalid_argument` when they do not fit.
+  Fence upload_into(Buffer& target, std::span<const std::byte> bytes) {
+    check_own(target);
+    if (bytes.size() > target.size()) {
+      throw std::invalid_argument("stoke: cuda: an upload of " + std::to_string(bytes.size()) +
+                                  " bytes into a buffer of " + std::to_string(target.size()));
+    }
+    if (bytes.empty()) return target.written();
+    const DeviceGuard guard(device());
+    auto slot = slots_.claim(bytes.size());
+    PinnedMemory& staging = slot.memory();
+    std::memcpy(staging.bytes().data(), bytes.data(), bytes.size());
+    target.enqueue_wait_for_uses(context_->copy_stream());
+    STOKE_CUDA_CHECK(cudaMemcpyAsync(target.data(), staging.bytes().data(), bytes.size(),
+                                     cudaMemcpyHostToDevice, context_->copy_stream()));
+    Fence fence(device(), context_->copy_stream());
+    target.mark_written(fence);
+    slot.busy_until(fence);
+    return fence;
+  }
+
   /// The bytes of `buffer` (of this device), once the writes queued on it completed.
   [[nodiscard]] std::vector<std::byte> download(const Buffer& buffer) {
-    if (buffer.data() != nullptr && !(buffer.device() == device())) {
-      throw std::invalid_argument("stoke: cuda: the stager of " + device_name(device()) +
-                                  " got a buffer of " + device_name(buffer.device()));
-    }
+    check_own(buffer);
     const std::size_t size = buffer.size();
     std::vector<std::byte> out(size);
     if (size == 0) return out;
@@ -155,9 +177,38 @@ class Stager {
   }
 
  private:
+  /// Throws `std::invalid_argument` unless `buffer` is empty or on this stager's device.
+  void check_own(const Buffer& buffer) const {
+    if (buffer.data() != nullptr && !(buffer.device() == device())) {
+      throw std::invalid_argument("stoke: cuda: the stager of " + device_name(device()) +
+                                  " got a buffer of " + device_name(buffer.device()));
+    }
+  }
+
   std::shared_ptr<detail::DeviceContext> context_;
   /// The pinned staging buffers, recycled once their copies' fences have signalled.
   stoke::detail::StagingSlots<PinnedMemory, Fence, detail::PinnedStaging> slots_;
 };
+
+namespace detail {
+/// One stager per device, made on first use; shared by a batcher and its copies.
+class StagerCache {
+ public:
+  /// Stagers of `slots` staging buffers each.
+  explicit StagerCache(std::size_t slots) : slots_(slots) {}
+  /// The stager of `device`.
+  Stager& of(const Device& device) {
+    std::lock_guard lock(mutex_);
+    auto& stager = stagers_[device];
+    if (!stager) stager = std::make_unique<Stager>(device, slots_);
+    return *stager;
+  }
+
+ private:
+  std::size_t slots_;
+  std::mutex mutex_;
+  std::unordered_map<Device, std::unique_ptr<Stager>> stagers_;
+};
+}  // namespace detail
 
 }  // namespace stoke::cuda

@@ -1,0 +1,250 @@
+#pragma once
+/// @file
+/// Training in CUDA device memory: float tensors, their uploads and downloads, and the kernels
+/// of the element-wise optimizers and of a softmax classifier (`src/training.cu`, the same
+/// expressions as the Vulkan shaders). `cuda::Backend` exposes them as a
+/// `stoke::DeviceBackend`.
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <initializer_list>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <cuda_runtime_api.h>
+
+#include <stoke/core/device.hpp>
+#include <stoke/core/device_training.hpp>
+#include <stoke/cuda/buffer.hpp>
+#include <stoke/cuda/device.hpp>
+#include <stoke/cuda/error.hpp>
+#include <stoke/cuda/fence.hpp>
+#include <stoke/cuda/kernels.hpp>
+#include <stoke/cuda/runtime.hpp>
+#include <stoke/cuda/stager.hpp>
+
+/// Device-resident training on CUDA: what `cuda::Backend` offers as a `stoke::DeviceBackend`.
+/// Tensors are `Buffer`s; every operation runs on the device's copy stream (where the
+/// batchers put their batches), after the buffers' earlier writes (and, for the buffers it
+/// writes, their earlier uses), records its use of every buffer, and returns without waiting,
+/// except `download`.
+namespace stoke::cuda::training {
+
+namespace detail {
+
+/// The stager of `device` that uploads and downloads tensors (made on first use, kept for the
+/// life of the process like the device's context).
+inline Stager& stager(const Device& device) {
+  static auto* stagers = new cuda::detail::StagerCache(4);
+  return stagers->of(device);
+}
+
+/// The 32-bit value of a size a kernel takes; throws `std::invalid_argument` naming `what`
+/// when it does not fit.
+inline std::uint32_t u32(std::size_t value, const char* what) {
+  if (value > 0xFFFFFFFFu) {
+    throw std::invalid_argument(std::string("stoke: cuda: ") + what + " of " +
+                                std::to_string(value) + " exceeds a kernel's 32-bit index");
+  }
+  return static_cast<std::uint32_t>(value);
+}
+
+/// Throws `std::invalid_argument` unless `tensor` holds at least `floats` floats.
+inline void check_floats(const Buffer& tensor, std::size_t floats, const char* what) {
+  if (tensor.size() < floats * sizeof(float)) {
+    throw std::invalid_argument(std::string("stoke: cuda: ") + what + " holds " +
+                                std::to_string(tensor.size() / sizeof(float)) +
+                                " floats, the step needs " + std::to_string(floats));
+  }
+}
+
+/// The kernels' sizes of a softmax batch; throws `std::invalid_argument` for a shape they do
+/// not take.
+inline kernels::SoftmaxSizes softmax_sizes(const SoftmaxShape& shape) {
+  if (shape.classes == 0 || shape.classes > max_softmax_classes) {
+    throw std::invalid_argument("stoke: cuda: a softmax classifier of " +
+                                std::to_string(shape.classes) + " classes (1 to " +
+                                std::to_string(max_softmax_classes) + " are supported)");
+  }
+  if (shape.real_rows > shape.rows) {
+    throw std::invalid_argument("stoke: cuda: a batch of " + std::to_string(shape.rows) +
+                                " rows cannot have " + std::to_string(shape.real_rows) +
+                                " real ones");
+  }
+  return {u32(shape.rows, "a batch"), u32(shape.real_rows, "a batch"),
+          u32(shape.features, "a feature count"), u32(shape.classes, "a class count")};
+}
+
+/// The kernels' sizes of an optimizer step.
+inline kernels::OptimizerStep optimizer_step(const OptimizerStepShape& step) {
+  return {u32(step.parameters, "a parameter count"), u32(step.begin, "a shard"),
+          u32(step.size, "a shard"), u32(step.history_slot, "a step index"), step.learning_rate};
+}
+
+/// Queues `launch(stream)` (the call of `kernel`'s launcher) on the copy stream of the
+/// buffers' device, after the last write of every buffer in `reads` and the last write and
+/// uses of every buffer in `writes`; then marks the buffers it read as used by it and those it
+/// wrote as written by it. Throws `std::invalid_argument` for buffers on different devices and
+/// `DeviceError` for a failed launch.
+template <class Launch>
+void enqueue(const char* kernel, std::initializer_list<const Buffer*> reads,
+             std::initializer_list<Buffer*> writes, Launch&& launch) {
+  std::vector<const Buffer*> all(writes.begin(), writes.end());
+  all.insert(all.end(), reads.begin(), reads.end());
+  const Buffer* home = nullptr;  // the first buffer that has a device
+  for (const Buffer* buffer : all) {
+    if (home == nullptr && buffer->context()) home = buffer;
+  }
+  if (home == nullptr) return;  // no buffer has a device: every size is zero
+  const Device device = home->device();
+  for (const Buffer* buffer : all) {
+    if (buffer->context() && !(buffer->device() == device)) {
+      throw std::invalid_argument(std::string("stoke: cuda: ") + kernel + " on " +
+                                  device_name(device) + " got a tensor on " +
+                                  device_name(buffer->device()));
+    }
+  }
+  const DeviceGuard guard(device);
+  const cudaStream_t stream = home->context()->copy_stream();
+  for (const Buffer* buffer : reads) buffer->written().enqueue_wait(stream);
+  for (const Buffer* buffer : writes) buffer->enqueue_wait_for_uses(stream);
+  check(launch(stream), kernel);
+  const Fence done(device, stream);
+  for (const Buffer* buffer : reads) buffer->record_use(done);
+  for (Buffer* buffer : writes) buffer->mark_written(done);
+}
+
+/// `buffer`'s floats for a kernel.
+inline float* floats(const Buffer& buffer) noexcept {
+  return buffer.floats().data();
+}
+
+}  // namespace detail
+
+/// `floats` zeroed floats on `device`.
+inline Buffer zeros(const Device& device, std::size_t floats) {
+  Buffer tensor(device, floats * sizeof(float));
+  if (tensor.size() == 0) return tensor;
+  const DeviceGuard guard(device);
+  const cudaStream_t stream = tensor.context()->copy_stream();
+  STOKE_CUDA_CHECK(cudaMemsetAsync(tensor.data(), 0, tensor.size(), stream));
+  tensor.mark_written(Fence(device, stream));
+  return tensor;
+}
+
+/// Overwrites the start of `tensor` with `bytes` (staged: `bytes` may go once this returns),
+/// after the work queued on `tensor` before.
+inline void upload(Buffer& tensor, std::span<const std::byte> bytes) {
+  if (bytes.empty()) return;
+  detail::stager(tensor.device()).upload_into(tensor, bytes);
+}
+
+/// The floats of `tensor`, once its writes completed.
+inline std::vector<float> download(const Buffer& tensor) {
+  if (tensor.size() < sizeof(float)) return {};
+  const std::vector<std::byte> bytes = detail::stager(tensor.device()).download(tensor);
+  std::vector<float> out(bytes.size() / sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+/// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
+inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
+                     Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history) {
+  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
+  detail::check_floats(velocity, step.size, "the velocity tensor");
+  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
+  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
+  const kernels::OptimizerStep shape = detail::optimizer_step(step);
+  const kernels::SgdFactors factors{hyper.momentum, hyper.weight_decay};
+  detail::enqueue("the sgd_step kernel", {&reduced}, {&parameters, &velocity, &history},
+                  [&](cudaStream_t stream) {
+                    return kernels::sgd_step(shape, factors, detail::floats(parameters),
+                                             detail::floats(velocity), detail::floats(reduced),
+                                             detail::floats(history), stream);
+                  });
+}
+
+/// One Adam step on a shard (see `OptimizerStepShape`); `first` and `second` hold the
+/// shard's moments.
+inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
+                      Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
+                      Buffer& history) {
+  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
+  detail::check_floats(first, step.size, "the first-moment tensor");
+  detail::check_floats(second, step.size, "the second-moment tensor");
+  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
+  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
+  const kernels::OptimizerStep shape = detail::optimizer_step(step);
+  // The bias corrections in double, as `stoke::Adam` computes them.
+  const double t = static_cast<double>(hyper.step);
+  const kernels::AdamFactors factors{
+      hyper.beta1,
+      hyper.beta2,
+      hyper.epsilon,
+      1.0f - step.learning_rate * hyper.weight_decay,
+      static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t)),
+      static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(hyper.beta2), t)))};
+  detail::enqueue("the adam_step kernel", {&reduced}, {&parameters, &first, &second, &history},
+                  [&](cudaStream_t stream) {
+                    return kernels::adam_step(shape, factors, detail::floats(parameters),
+                                              detail::floats(first), detail::floats(second),
+                                              detail::floats(reduced), detail::floats(history),
+                                              stream);
+                  });
+}
+
+/// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
+/// of the loss by the logits (`rows x classes`) and per-item loss and correctness (`rows x 2`).
+/// `labels` holds one `int32` a row.
+inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
+                            const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
+  const kernels::SoftmaxSizes sizes = detail::softmax_sizes(shape);
+  detail::check_floats(inputs, shape.rows * shape.features, "the input tensor");
+  detail::check_floats(labels, shape.rows, "the label tensor");
+  detail::check_floats(parameters, shape.features * shape.classes + shape.classes,
+                       "the parameter tensor");
+  detail::check_floats(dlogits, shape.rows * shape.classes, "the logit-gradient tensor");
+  detail::check_floats(item_stats, shape.rows * 2, "the item-statistics tensor");
+  detail::enqueue("the softmax_forward kernel", {&inputs, &labels, &parameters},
+                  {&dlogits, &item_stats}, [&](cudaStream_t stream) {
+                    return kernels::softmax_forward(
+                        sizes, detail::floats(inputs),
+                        static_cast<const std::int32_t*>(labels.data()), detail::floats(parameters),
+                        detail::floats(dlogits), detail::floats(item_stats), stream);
+                  });
+}
+
+/// A softmax classifier's gradient sums and step sums into the reduced tensor.
+inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
+                              const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
+  const kernels::SoftmaxSizes sizes = detail::softmax_sizes(shape);
+  const std::size_t outputs = shape.features * shape.classes + shape.classes + reduced_tail;
+  detail::check_floats(inputs, shape.real_rows * shape.features, "the input tensor");
+  detail::check_floats(dlogits, shape.real_rows * shape.classes, "the logit-gradient tensor");
+  detail::check_floats(item_stats, shape.real_rows * 2, "the item-statistics tensor");
+  detail::check_floats(reduced, outputs, "the reduced tensor");
+  detail::enqueue("the softmax_gradients kernel", {&inputs, &dlogits, &item_stats}, {&reduced},
+                  [&](cudaStream_t stream) {
+                    return kernels::softmax_gradients(
+                        sizes, detail::floats(inputs), detail::floats(dlogits),
+                        detail::floats(item_stats), detail::floats(reduced), stream);
+                  });
+}
+
+/// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
+inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
+  const kernels::SoftmaxSizes sizes = detail::softmax_sizes(shape);
+  detail::check_floats(item_stats, shape.real_rows * 2, "the item-statistics tensor");
+  detail::check_floats(sums, reduced_tail, "the sums tensor");
+  detail::enqueue("the add_softmax_sums kernel", {&item_stats}, {&sums}, [&](cudaStream_t stream) {
+    return kernels::add_softmax_sums(sizes, detail::floats(item_stats), detail::floats(sums),
+                                     stream);
+  });
+}
+
+}  // namespace stoke::cuda::training

@@ -1,0 +1,198 @@
+// The CUDA backend's training kernels: the element-wise optimizers (SGD, Adam) and a softmax
+// classifier's forward pass, gradient sums and validation sums. Each computes what the Vulkan
+// shaders (backends/vulkan/shaders/*.comp) compute, in the same order; the optimizers equal
+// stoke::Sgd and stoke::Adam on the host bit for bit, so this file is compiled with
+// -fmad=false (no multiply-add is fused where the host has none; see CMakeLists.txt).
+#include <cfloat>
+#include <cstddef>
+#include <cstdint>
+
+#include <stoke/core/device_training.hpp>
+#include <stoke/cuda/kernels.hpp>
+
+#include "launch.cuh"
+
+namespace stoke::cuda::kernels {
+namespace {
+
+using detail::blocks_for;
+using detail::Grid;
+using detail::launch;
+
+/// This thread's first index of a grid-stride loop.
+__device__ std::size_t first_index() {
+  return static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+}
+
+/// The stride of a grid-stride loop.
+__device__ std::size_t grid_stride() {
+  return static_cast<std::size_t>(gridDim.x) * blockDim.x;
+}
+
+/// Thread 0 copies the step's three sums into its history slot. Returns false when the count
+/// is not positive (the step then changes nothing); else `scale` is `1 / count`.
+__device__ bool gradient_scale(const OptimizerStep& step, const float* reduced, float* history,
+                               float& scale) {
+  const std::size_t tail = step.parameters;
+  if (first_index() == 0) {
+    for (std::size_t k = 0; k < 3; ++k) {
+      history[3 * static_cast<std::size_t>(step.history_slot) + k] = reduced[tail + k];
+    }
+  }
+  const float count = reduced[tail + 1];
+  if (count <= 0.0f) return false;
+  scale = 1.0f / count;
+  return true;
+}
+
+__global__ void sgd_step_kernel(OptimizerStep step, SgdFactors factors, float* parameters,
+                                float* velocity, const float* reduced, float* history) {
+  float scale = 0.0f;
+  if (!gradient_scale(step, reduced, history, scale)) return;
+  for (std::size_t i = first_index(); i < step.size; i += grid_stride()) {
+    const std::size_t p = step.begin + i;
+    const float g = reduced[p] * scale;
+    const float v = factors.momentum * velocity[i] + (g + factors.weight_decay * parameters[p]);
+    velocity[i] = v;
+    parameters[p] = parameters[p] - step.learning_rate * v;
+  }
+}
+
+__global__ void adam_step_kernel(OptimizerStep step, AdamFactors factors, float* parameters,
+                                 float* first, float* second, const float* reduced,
+                                 float* history) {
+  float scale = 0.0f;
+  if (!gradient_scale(step, reduced, history, scale)) return;
+  for (std::size_t i = first_index(); i < step.size; i += grid_stride()) {
+    const std::size_t p = step.begin + i;
+    const float g = reduced[p] * scale;
+    const float m = factors.beta1 * first[i] + (1.0f - factors.beta1) * g;
+    const float v = factors.beta2 * second[i] + (1.0f - factors.beta2) * (g * g);
+    first[i] = m;
+    second[i] = v;
+    const float change = step.learning_rate * (m / factors.correction1) /
+                         (sqrtf(v) / factors.root_correction2 + factors.epsilon);
+    parameters[p] = parameters[p] * factors.decay - change;
+  }
+}
+
+__global__ void softmax_forward_kernel(SoftmaxSizes sizes, const float* inputs,
+                                       const std::int32_t* labels, const float* parameters,
+                                       float* dlogits, float* item_stats) {
+  const std::size_t features = sizes.features;
+  const std::size_t classes = sizes.classes;
+  for (std::size_t i = first_index(); i < sizes.rows; i += grid_stride()) {
+    float* dlogit = dlogits + i * classes;
+    if (i >= sizes.real_rows) {
+      for (std::size_t c = 0; c < classes; ++c) dlogit[c] = 0.0f;
+      item_stats[2 * i] = 0.0f;
+      item_stats[2 * i + 1] = 0.0f;
+      continue;
+    }
+    float z[max_softmax_classes];
+    for (std::size_t c = 0; c < classes; ++c) z[c] = 0.0f;
+    for (std::size_t f = 0; f < features; ++f) {
+      const float x = inputs[i * features + f];
+      for (std::size_t c = 0; c < classes; ++c) z[c] += x * parameters[f * classes + c];
+    }
+    float top = -FLT_MAX;
+    std::size_t best = 0;
+    for (std::size_t c = 0; c < classes; ++c) {
+      z[c] += parameters[features * classes + c];
+      if (z[c] > top) {
+        top = z[c];
+        best = c;
+      }
+    }
+    float total = 0.0f;
+    for (std::size_t c = 0; c < classes; ++c) total += expf(z[c] - top);
+    // The host checked the labels; one out of range reads no memory and gives a NaN loss.
+    const auto y = static_cast<std::size_t>(static_cast<std::uint32_t>(labels[i]));
+    for (std::size_t c = 0; c < classes; ++c) {
+      dlogit[c] = expf(z[c] - top) / total - (c == y ? 1.0f : 0.0f);
+    }
+    item_stats[2 * i] = y < classes ? logf(total) - (z[y] - top) : __int_as_float(0x7fffffff);
+    item_stats[2 * i + 1] = best == y ? 1.0f : 0.0f;
+  }
+}
+
+__global__ void softmax_gradients_kernel(SoftmaxSizes sizes, const float* inputs,
+                                         const float* dlogits, const float* item_stats,
+                                         float* reduced) {
+  const std::size_t features = sizes.features;
+  const std::size_t classes = sizes.classes;
+  const std::size_t weights = features * classes;
+  const std::size_t parameter_count = weights + classes;
+  for (std::size_t j = first_index(); j < parameter_count + 3; j += grid_stride()) {
+    float sum = 0.0f;
+    if (j < weights) {
+      const std::size_t f = j / classes;
+      const std::size_t c = j % classes;
+      for (std::size_t i = 0; i < sizes.real_rows; ++i) {
+        sum += inputs[i * features + f] * dlogits[i * classes + c];
+      }
+    } else if (j < parameter_count) {
+      const std::size_t c = j - weights;
+      for (std::size_t i = 0; i < sizes.real_rows; ++i) sum += dlogits[i * classes + c];
+    } else if (j == parameter_count + 1) {
+      sum = static_cast<float>(sizes.real_rows);
+    } else {
+      const std::size_t k = j == parameter_count ? 0 : 1;  // loss sum, or correct count
+      for (std::size_t i = 0; i < sizes.real_rows; ++i) sum += item_stats[2 * i + k];
+    }
+    reduced[j] = sum;
+  }
+}
+
+__global__ void add_softmax_sums_kernel(SoftmaxSizes sizes, const float* item_stats, float* sums) {
+  if (first_index() != 0) return;
+  float loss = 0.0f;
+  float correct = 0.0f;
+  for (std::size_t i = 0; i < sizes.real_rows; ++i) {
+    loss += item_stats[2 * i];
+    correct += item_stats[2 * i + 1];
+  }
+  sums[0] += loss;
+  sums[1] += static_cast<float>(sizes.real_rows);
+  sums[2] += correct;
+}
+
+}  // namespace
+
+cudaError_t sgd_step(const OptimizerStep& step, const SgdFactors& factors, float* parameters,
+                     float* velocity, const float* reduced, float* history,
+                     cudaStream_t stream) noexcept {
+  return launch(sgd_step_kernel, blocks_for(step.size), stream, step, factors, parameters, velocity,
+                reduced, history);
+}
+
+cudaError_t adam_step(const OptimizerStep& step, const AdamFactors& factors, float* parameters,
+                      float* first, float* second, const float* reduced, float* history,
+                      cudaStream_t stream) noexcept {
+  return launch(adam_step_kernel, blocks_for(step.size), stream, step, factors, parameters, first,
+                second, reduced, history);
+}
+
+cudaError_t softmax_forward(const SoftmaxSizes& sizes, const float* inputs,
+                            const std::int32_t* labels, const float* parameters, float* dlogits,
+                            float* item_stats, cudaStream_t stream) noexcept {
+  if (sizes.rows == 0) return cudaSuccess;
+  return launch(softmax_forward_kernel, blocks_for(sizes.rows), stream, sizes, inputs, labels,
+                parameters, dlogits, item_stats);
+}
+
+cudaError_t softmax_gradients(const SoftmaxSizes& sizes, const float* inputs, const float* dlogits,
+                              const float* item_stats, float* reduced,
+                              cudaStream_t stream) noexcept {
+  const std::size_t outputs =
+      static_cast<std::size_t>(sizes.features) * sizes.classes + sizes.classes + 3;
+  return launch(softmax_gradients_kernel, blocks_for(outputs), stream, sizes, inputs, dlogits,
+                item_stats, reduced);
+}
+
+cudaError_t add_softmax_sums(const SoftmaxSizes& sizes, const float* item_stats, float* sums,
+                             cudaStream_t stream) noexcept {
+  return launch(add_softmax_sums_kernel, Grid(1, 1), stream, sizes, item_stats, sums);
+}
+
+}  // namespace stoke::cuda::kernels
