@@ -3,12 +3,16 @@
 /// The learner: split-per-device training, models, optimizers, metrics, checkpoints.
 
 #include <stoke/learner/checkpoint.hpp>
+#include <stoke/learner/device_backend.hpp>
+#include <stoke/learner/device_train_step.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
 #include <stoke/learner/io/safetensors.hpp>
 #include <stoke/learner/learner.hpp>
 #include <stoke/learner/metrics.hpp>
 #include <stoke/learner/model/mlp.hpp>
+#include <stoke/learner/model/softmax_classifier.hpp>
 #include <stoke/learner/optim/adam.hpp>
+#include <stoke/learner/optim/device_optimizer.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>
 #include <stoke/learner/optim/sgd.hpp>

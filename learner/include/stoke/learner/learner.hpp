@@ -23,11 +23,13 @@
 #include <stoke/data/split.hpp>
 #include <stoke/data/training_loader.hpp>
 #include <stoke/learner/checkpoint.hpp>
+#include <stoke/learner/device_train_step.hpp>
 #include <stoke/learner/metrics.hpp>
+#include <stoke/learner/optim/device_optimizer.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>
-#include <stoke/learner/optim/shard_state.hpp>
 #include <stoke/learner/options.hpp>
+#include <stoke/learner/replica/replica_for.hpp>
 #include <stoke/learner/train_step.hpp>
 
 namespace stoke {
@@ -55,6 +57,10 @@ struct FitResult {
 ///   that shard alone), and the shards are all-gathered, so each device does 1/N of the
 ///   optimizer's work; the steps are the same as the whole step on every device (ZeRO's
 ///   stage 1). Checkpoints and `optimizer()` hold the whole state, gathered from the shards.
+/// - Host or device memory: a `TrainStep` model trains in host memory (`detail::HostReplica`);
+///   a `DeviceTrainStep` model on a `DeviceBackend` keeps its parameters, gradients and
+///   optimizer state in device memory (`detail::DeviceReplica`): the step, the all-reduce and
+///   the optimizer are enqueued on the device and the step sums reach the host once an epoch.
 /// - Failures stop everything: an exception on one device (a `DataError` from its loader, a
 ///   model error) aborts the collective, every thread ends, and `fit` rethrows that error.
 template <CollectiveBackend B, class Model, Optimizer Optim, LrSchedule Schedule>
@@ -73,7 +79,8 @@ class Learner {
 
   /// The trained model (replica 0).
   [[nodiscard]] const Model& model() const noexcept { return model_; }
-  /// The optimizer with its whole state (after `fit`, as replica 0 would hold it unsharded).
+  /// The optimizer with its whole state (after `fit`, as replica 0 would hold it unsharded;
+  /// for a device-resident model, downloaded from the devices).
   [[nodiscard]] const Optim& optimizer() const noexcept { return optimizer_; }
   /// The devices trained on.
   [[nodiscard]] const std::vector<device_t<B>>& devices() const noexcept { return devices_; }
@@ -84,17 +91,22 @@ class Learner {
 
   /// Trains on `train` and evaluates on `valid` every epoch, until `options.epochs` epochs are
   /// done. Both loaders are split over the devices (they need `Remainder::drop` or `pad`).
+  /// The model trains in host memory (`TrainStep`) or, on a `DeviceBackend` with a
+  /// `DeviceOptimizer`, in device memory (`DeviceTrainStep`).
   template <TrainingLoader Train, SplittableLoader Valid>
-    requires TrainStep<Model, typename Train::batch_type> &&
-             ValidStep<Model, typename Valid::batch_type>
+    requires(TrainStep<Model, typename Train::batch_type> &&
+             ValidStep<Model, typename Valid::batch_type>) ||
+            (DeviceTrainStep<Model, B, typename Train::batch_type> &&
+             DeviceTrainStep<Model, B, typename Valid::batch_type> && DeviceOptimizer<Optim>)
   FitResult fit(Train train, Valid valid) {
+    using Replica = replica_t<typename Train::batch_type>;
     FitResult result;
-    Run<Train, Valid> run;
+    Run<Train, Valid, Replica> run;
     if (options_.resume && !options_.checkpoint_dir.empty() &&
         std::filesystem::exists(checkpoint_path())) {
-      Checkpoint checkpoint =
-          load_checkpoint(checkpoint_path(), model_, model_.parameters().size());
-      std::ranges::copy(checkpoint.parameters, model_.parameters().begin());
+      const Checkpoint checkpoint =
+          load_checkpoint(checkpoint_path(), model_, detail::parameter_count(model_));
+      detail::set_parameters<B>(model_, checkpoint.parameters);
       optimizer_.load_state(checkpoint.optimizer_state);
       train.restore(checkpoint.progress.loader);
       run.first_epoch = checkpoint.progress.epoch;
@@ -108,29 +120,18 @@ class Learner {
     MetricsCsv csv(options_.metrics_csv, result.resumed);
     run.csv = &csv;
     run.result = &result;
-    run.collective =
-        options_.make_collective
-            ? std::make_unique<AnyCollective>(options_.make_collective(devices_.size()))
-            : std::make_unique<AnyCollective>(B::make_collective(devices_));
+    run.collective = make_collective<Replica>();
     run.train = split(train, devices_);
     run.valid = split(valid, devices_);
-    std::vector<Replica> replicas(devices_.size(), Replica{model_, optimizer_});
-    if constexpr (ElementwiseOptimizer<Optim>) {
-      if (sharded()) {  // each replica's optimizer holds the state of its shard alone
-        const std::size_t parameters = model_.parameters().size();
-        const std::vector<float> whole = optimizer_.state();
-        for (std::size_t d = 0; d < devices_.size(); ++d) {
-          replicas[d].optimizer.load_state(
-              shard_state<Optim>(whole, parameters, shard_of(parameters, d, devices_.size())));
-        }
-      }
-    }
 
+    // Each device thread makes its replica (binding its device) and trains it.
+    std::vector<std::optional<Replica>> replicas(devices_.size());
     std::vector<std::thread> threads;
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       threads.emplace_back([&, d] {
         try {
-          train_on_device(run, replicas[d], d);
+          replicas[d].emplace(model_, optimizer_, d, devices_, *run.collective);
+          train_on_device(run, *replicas[d], d);
         } catch (...) {
           {
             std::lock_guard lock(run.error_mutex);
@@ -142,26 +143,27 @@ class Learner {
     }
     for (auto& thread : threads) thread.join();
     if (run.error) std::rethrow_exception(run.error);
-    model_ = std::move(replicas.front().model);
-    optimizer_ = std::move(replicas.front().optimizer);
+    model_ = std::move(replicas.front()->model());
+    optimizer_ = std::move(replicas.front()->optimizer());
     return result;
   }
 
  private:
   using Clock = std::chrono::steady_clock;
 
-  struct Replica {
-    Model model;
-    Optim optimizer;
-  };
+  /// The replica a device trains: in device memory when the model can, else in host memory.
+  template <class BatchT>
+  using replica_t =
+      typename detail::ReplicaFor<DeviceTrainStep<Model, B, BatchT> && DeviceOptimizer<Optim>, B,
+                                  Model, Optim>::type;
 
   /// What the device threads of one `fit` call share.
-  template <class Train, class Valid>
+  template <class Train, class Valid, class Replica>
   struct Run {
     std::size_t first_epoch = 0;
     std::size_t first_step = 0;
     StepOutput resumed_sums;
-    std::unique_ptr<AnyCollective> collective;
+    std::unique_ptr<typename Replica::Collective> collective;
     std::vector<Train> train;
     std::vector<Valid> valid;
     MetricsCsv* csv = nullptr;
@@ -170,9 +172,23 @@ class Learner {
     std::exception_ptr error;
   };
 
-  /// Whether the optimizer step is sharded over the devices.
-  [[nodiscard]] bool sharded() const noexcept {
-    return ElementwiseOptimizer<Optim> && devices_.size() > 1;
+  /// The collective the replicas sum through: `options.make_collective`'s or the backend's,
+  /// behind `AnyCollective` for host replicas; the backend's own for device replicas, whose
+  /// tensors only it can sum.
+  template <class Replica>
+  std::unique_ptr<typename Replica::Collective> make_collective() const {
+    if constexpr (Replica::sums_on_host) {
+      return options_.make_collective
+                 ? std::make_unique<AnyCollective>(options_.make_collective(devices_.size()))
+                 : std::make_unique<AnyCollective>(B::make_collective(devices_));
+    } else {
+      if (options_.make_collective) {
+        throw std::invalid_argument(
+            "stoke: Learner: a model trained in device memory sums through the backend's own "
+            "collective; LearnerOptions::make_collective is for host-memory models");
+      }
+      return B::make_collective(devices_);
+    }
   }
 
   /// Whether checkpoints are written.
@@ -184,18 +200,18 @@ class Learner {
     return std::chrono::duration<double>(Clock::now() - start).count();
   }
 
+  /// The mean loss of a step (0 for a step without real items).
+  static float mean_loss(const StepOutput& step) {
+    return step.count > 0 ? static_cast<float>(step.loss_sum / static_cast<double>(step.count))
+                          : 0.0f;
+  }
+
   /// The training loop of device `d`: every epoch, its batches, the all-reduce and the
   /// optimizer step; then validation, the epoch's metrics and a checkpoint (device 0).
-  template <class R>
+  template <class R, class Replica>
   void train_on_device(R& run, Replica& replica, std::size_t d) {
     auto& collective = *run.collective;
     const std::size_t devices = devices_.size();
-    const std::size_t parameters = replica.model.parameters().size();
-    std::vector<float> reduced(parameters + 3);  // gradient sums, loss sum, count, correct
-    const auto gradients = std::span(reduced).first(parameters);
-    // The parameters this device's optimizer steps: all of them, or its shard.
-    const Shard own = sharded() ? shard_of(parameters, d, devices) : Shard{0, parameters};
-    const auto own_gradients = gradients.subspan(own.begin, own.size());
     std::size_t global_step = run.first_step;
 
     for (std::size_t epoch = run.first_epoch; epoch < options_.epochs; ++epoch) {
@@ -205,38 +221,35 @@ class Learner {
       const auto epoch_start = Clock::now();
       auto& loader = run.train[d];
       loader.set_epoch(epoch);  // the learner's epoch, whatever the loader did before
+      const std::size_t steps = loader.layout(epoch).num_batches;
+      replica.begin_epoch(steps);
+      // Device 0 brings the step sums of this epoch to the host: every step on a host
+      // replica, and at progress lines, checkpoints and the epoch's end on a device one.
+      std::size_t settled = 0;
+      const auto settle = [&] {
+        const auto& outputs = replica.epoch_steps();
+        for (; settled < outputs.size(); ++settled) {
+          sums += outputs[settled];
+          run.result->step_losses.push_back(mean_loss(outputs[settled]));
+        }
+      };
+      const std::size_t progress_every =
+          Replica::sums_on_host ? 1 : std::max<std::size_t>(1, steps / 20);
       auto range = loader.iter();
       auto waited = Clock::now();
       auto it = range.begin();
       wait += seconds_since(waited);
-      const std::size_t steps = loader.layout(epoch).num_batches;
       std::size_t step_in_epoch = 0;
       for (; it != range.end(); ++step_in_epoch) {
-        const StepOutput local = replica.model.train_step(*it, gradients);
-        reduced[parameters] = static_cast<float>(local.loss_sum);
-        reduced[parameters + 1] = static_cast<float>(local.count);
-        reduced[parameters + 2] = static_cast<float>(local.correct);
-        collective.all_reduce_sum(d, reduced);
-        const StepOutput step{reduced[parameters],
-                              static_cast<std::size_t>(reduced[parameters + 2]),
-                              static_cast<std::size_t>(reduced[parameters + 1])};
         learning_rate = schedule_(global_step);
-        if (step.count > 0) {
-          const float scale = 1.0f / static_cast<float>(step.count);
-          for (float& g : own_gradients) g *= scale;
-          const std::span<float> weights = replica.model.parameters();
-          replica.optimizer.step(weights.subspan(own.begin, own.size()), own_gradients,
-                                 learning_rate);
-          if (sharded()) collective.all_gather(d, weights);
-        }
-        sums += step;
+        replica.train(*it);
+        replica.reduce_and_step(learning_rate);
         ++global_step;
         if (d == 0) {
-          run.result->step_losses.push_back(
-              step.count > 0 ? static_cast<float>(step.loss_sum / static_cast<double>(step.count))
-                             : 0.0f);
           run.result->global_step = global_step;
-          if (options_.live_progress && options_.log != nullptr) {
+          if (options_.live_progress && options_.log != nullptr &&
+              ((step_in_epoch + 1) % progress_every == 0 || step_in_epoch + 1 == steps)) {
+            settle();
             *options_.log << fmt::format("\repoch {}/{} step {}/{} loss {:.4f}   ", epoch + 1,
                                          options_.epochs, step_in_epoch + 1, steps,
                                          sums.loss_sum / static_cast<double>(
@@ -246,25 +259,30 @@ class Learner {
         }
         if (checkpointing() && options_.checkpoint_every_steps != 0 &&
             global_step % options_.checkpoint_every_steps == 0) {
-          const std::vector<float> state = whole_optimizer_state(collective, replica, d);
+          const std::vector<float> state = replica.whole_optimizer_state();
           if (d == 0) {
+            settle();
             checkpoint(replica, state, TrainingProgress{epoch, global_step, loader.state(), sums});
           }
         }
         if (options_.stop_after_steps != 0 && global_step >= options_.stop_after_steps) {
-          if (d == 0) run.result->stopped_early = true;
-          finish(collective, replica, d);
+          if (d == 0) {
+            settle();
+            run.result->stopped_early = true;
+          }
+          replica.finish();
           return;
         }
         waited = Clock::now();
         ++it;
         wait += seconds_since(waited);
       }
+      if (d == 0) settle();
       const double train_seconds = seconds_since(epoch_start);
 
       // Validation, split over the devices too; padding is excluded by the model.
-      StepOutput valid_sums;
-      for (auto& batch : run.valid[d].iter()) valid_sums += replica.model.valid_step(batch);
+      for (auto& batch : run.valid[d].iter()) replica.valid(batch);
+      const StepOutput valid_sums = replica.take_valid_sums();
 
       // One all-reduce gathers the validation sums, every device's wait time and a checksum
       // of every replica (slot d is device d's; the others add zeros).
@@ -273,8 +291,8 @@ class Learner {
       epoch_values[1] = static_cast<float>(valid_sums.count);
       epoch_values[2] = static_cast<float>(valid_sums.correct);
       epoch_values[3 + d] = static_cast<float>(wait);
-      epoch_values[3 + devices + d] = checksum(replica.model.parameters());
-      collective.all_reduce_sum(d, epoch_values);
+      epoch_values[3 + devices + d] = checksum(replica.parameters());
+      collective.all_reduce_sum(d, std::span<float>(epoch_values));
       for (std::size_t k = 1; k < devices; ++k) {
         if (epoch_values[3 + devices + k] != epoch_values[3 + devices]) {
           throw std::logic_error("stoke: Learner: the replica on device " + std::to_string(k) +
@@ -282,7 +300,7 @@ class Learner {
         }
       }
       const std::vector<float> state =
-          checkpointing() ? whole_optimizer_state(collective, replica, d) : std::vector<float>{};
+          checkpointing() ? replica.whole_optimizer_state() : std::vector<float>{};
       if (d != 0) continue;
 
       EpochMetrics metrics;
@@ -314,39 +332,7 @@ class Learner {
         checkpoint(replica, state, TrainingProgress{epoch + 1, global_step, loader.state(), {}});
       }
     }
-    finish(collective, replica, d);
-  }
-
-  /// The whole optimizer state: replica `d`'s own, or, when sharded, the header (the same on
-  /// every device) and every per-parameter array all-gathered from the devices' shards.
-  /// Every device calls it at the same point.
-  std::vector<float> whole_optimizer_state(AnyCollective& collective, const Replica& replica,
-                                           std::size_t d) const {
-    std::vector<float> state = replica.optimizer.state();
-    if constexpr (ElementwiseOptimizer<Optim>) {
-      constexpr std::size_t header = Optim::state_header;
-      if (!sharded() || state.size() == header) return state;  // not sharded, or not stepped
-      const std::size_t parameters = replica.model.parameters().size();
-      const Shard own = shard_of(parameters, d, devices_.size());
-      std::vector<float> whole(header + Optim::state_arrays * parameters, 0.0f);
-      std::copy_n(state.begin(), header, whole.begin());
-      for (std::size_t a = 0; a < Optim::state_arrays; ++a) {
-        const auto array = std::span(whole).subspan(header + a * parameters, parameters);
-        std::copy_n(state.begin() + static_cast<std::ptrdiff_t>(header + a * own.size()),
-                    own.size(), array.begin() + static_cast<std::ptrdiff_t>(own.begin));
-        collective.all_gather(d, array);
-      }
-      return whole;
-    }
-    return state;
-  }
-
-  /// The end of training on device `d`: replica 0's optimizer gets the whole state, which
-  /// `fit` keeps.
-  void finish(AnyCollective& collective, Replica& replica, std::size_t d) const {
-    if (!sharded()) return;
-    const std::vector<float> whole = whole_optimizer_state(collective, replica, d);
-    if (d == 0) replica.optimizer.load_state(whole);
+    replica.finish();
   }
 
   /// A checksum of a replica's parameters (sums with position weights, so swaps count).
@@ -359,9 +345,12 @@ class Learner {
   }
 
   /// Writes the checkpoint of `replica` with the whole optimizer `state` (device 0 only).
+  template <class Replica>
   void checkpoint(Replica& replica, std::span<const float> state,
                   const TrainingProgress& progress) const {
-    save_checkpoint(checkpoint_path(), replica.model, replica.model.parameters(), state, progress);
+    const auto parameters = replica.parameters();
+    save_checkpoint(checkpoint_path(), replica.model(), std::span<const float>(parameters), state,
+                    progress);
   }
 
   Model model_;

@@ -5,6 +5,7 @@
 #include <stoke/core/backend.hpp>
 #include <stoke/core/collective.hpp>
 #include <stoke/core/device.hpp>
+#include <stoke/core/device_training.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
 #include <stoke/core/staging.hpp>

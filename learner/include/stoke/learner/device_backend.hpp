@@ -1,0 +1,54 @@
+#pragma once
+/// @file
+/// The `DeviceBackend` concept: a backend whose devices hold a model's parameters, gradients
+/// and optimizer state, and run its training step, its collectives and its optimizer there.
+
+#include <concepts>
+#include <cstddef>
+#include <span>
+#include <vector>
+
+#include <stoke/core/backend.hpp>
+#include <stoke/core/collective.hpp>
+#include <stoke/core/device_training.hpp>
+
+namespace stoke {
+
+/// A backend that trains in device memory. Every operation is enqueued on the device's
+/// execution queue (a CUDA stream, a Vulkan queue) in call order and returns without waiting,
+/// except `download`.
+///
+/// Requirements:
+/// 1. `B::Tensor` is a movable, default-constructible buffer of `tensor.size()` bytes in one
+///    device's memory; `B::zeros(device, floats)` makes one of `floats` zeroed floats;
+/// 2. `B::upload(tensor, bytes)` overwrites the start of `tensor` with host `bytes` (which
+///    may be freed once it returns), after the work enqueued on `tensor` before;
+/// 3. `B::download(tensor)` waits for the writes enqueued on `tensor` and returns its floats;
+/// 4. the collective sums (`all_reduce_sum`) and shares shards (`all_gather`, with the shards
+///    of `stoke::shard_of`) of tensors, each participant passing a tensor on its own device;
+/// 5. `B::sgd_step` and `B::adam_step` take one element-wise optimizer step as the
+///    `OptimizerStepShape` says, with state tensors of the stepped shard's size;
+/// 6. `B::softmax_forward`, `B::softmax_gradients` and `B::add_softmax_sums` run a softmax
+///    classifier's batch (see `SoftmaxShape` and `stoke::SoftmaxClassifier`).
+template <class B>
+concept DeviceBackend = CollectiveBackend<B> && std::movable<typename B::Tensor> &&
+                        std::default_initializable<typename B::Tensor> &&
+                        requires(const device_t<B>& device, typename B::Tensor& tensor,
+                                 std::span<const std::byte> bytes,
+                                 typename B::Collective& collective, std::size_t participant,
+                                 const SgdHyperparameters& sgd, const AdamHyperparameters& adam,
+                                 const OptimizerStepShape& step, const SoftmaxShape& softmax) {
+                          { B::zeros(device, std::size_t{}) } -> std::same_as<typename B::Tensor>;
+                          { tensor.size() } -> std::convertible_to<std::size_t>;
+                          B::upload(tensor, bytes);
+                          { B::download(tensor) } -> std::same_as<std::vector<float>>;
+                          collective.all_reduce_sum(participant, tensor);
+                          collective.all_gather(participant, tensor);
+                          B::sgd_step(sgd, step, tensor, tensor, tensor, tensor);
+                          B::adam_step(adam, step, tensor, tensor, tensor, tensor, tensor);
+                          B::softmax_forward(softmax, tensor, tensor, tensor, tensor, tensor);
+                          B::softmax_gradients(softmax, tensor, tensor, tensor, tensor);
+                          B::add_softmax_sums(softmax, tensor, tensor);
+                        };
+
+}  // namespace stoke

@@ -1,0 +1,175 @@
+#pragma once
+/// @file
+/// `detail::DeviceReplica`: one device's model replica, optimizer state and buffers when the
+/// model trains in device memory (`DeviceTrainStep`). Nothing crosses to the host per step:
+/// the model writes its gradient and step sums into one tensor, the backend's collective sums
+/// it, the optimizer kernel reads the item count from it and records the step's sums in an
+/// epoch history that the learner reads once an epoch (or at a checkpoint).
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include <stoke/core/backend.hpp>
+#include <stoke/core/collective.hpp>
+#include <stoke/core/device_training.hpp>
+#include <stoke/learner/device_backend.hpp>
+#include <stoke/learner/optim/device_optimizer.hpp>
+#include <stoke/learner/train_step.hpp>
+
+namespace stoke::detail {
+
+/// The replica of device `d`: the model forked onto it, the optimizer state of its shard as
+/// device tensors (ZeRO-1 on several devices: it steps its shard, then all-gathers the
+/// parameters), and the reduced, history and validation tensors.
+template <DeviceBackend B, class Model, DeviceOptimizer Optim>
+class DeviceReplica {
+ public:
+  /// The backend's own collective: it sums device tensors.
+  using Collective = typename B::Collective;
+  using Tensor = typename B::Tensor;            ///< floats on the device
+  using Traits = DeviceOptimizerTraits<Optim>;  ///< how `Optim` steps on the device
+  /// Step sums stay on the device until `epoch_steps` downloads them.
+  static constexpr bool sums_on_host = false;
+
+  /// A replica of `model` on `devices[d]`, with `optimizer`'s whole state cut to its shard.
+  DeviceReplica(const Model& model, const Optim& optimizer, std::size_t d,
+                const std::vector<device_t<B>>& devices, Collective& collective)
+      : model_(model.fork(devices[d])),
+        optimizer_(optimizer),
+        device_(devices[d]),
+        d_(d),
+        devices_(devices.size()),
+        collective_(&collective),
+        parameters_(model_.parameter_count()),
+        own_(sharded() ? shard_of(parameters_, d, devices_) : Shard{0, parameters_}),
+        steps_taken_(Traits::steps(optimizer)),
+        reduced_(B::zeros(device_, parameters_ + reduced_tail)),
+        history_(B::zeros(device_, reduced_tail)),
+        valid_sums_(B::zeros(device_, reduced_tail)) {
+    const std::vector<float> whole = optimizer.state();
+    constexpr std::size_t header = Optim::state_header;
+    has_state_ = whole.size() == header + Optim::state_arrays * parameters_;
+    for (std::size_t a = 0; a < Optim::state_arrays; ++a) {
+      state_.push_back(B::zeros(device_, own_.size()));
+      if (has_state_) {
+        const auto shard =
+            std::span(whole).subspan(header + a * parameters_ + own_.begin, own_.size());
+        B::upload(state_.back(), std::as_bytes(shard));
+      }
+    }
+  }
+
+  /// Starts an epoch of `steps` steps: a fresh history of their sums.
+  void begin_epoch(std::size_t steps) {
+    history_ = B::zeros(device_, reduced_tail * std::max<std::size_t>(steps, 1));
+    steps_in_epoch_ = 0;
+  }
+
+  /// Enqueues the model's step on `batch`, into the reduced tensor.
+  template <class BatchT>
+  void train(const BatchT& batch) {
+    model_.train_step(batch, reduced_);
+  }
+
+  /// Sums the reduced tensor over the devices and enqueues the optimizer step of this
+  /// replica's shard at `learning_rate` (then all-gathers the parameters when sharded).
+  void reduce_and_step(float learning_rate) {
+    collective_->all_reduce_sum(d_, reduced_);
+    ++steps_taken_;
+    has_state_ = true;
+    Traits::template step<B>(
+        optimizer_, steps_taken_,
+        OptimizerStepShape{parameters_, own_.begin, own_.size(), learning_rate, steps_in_epoch_},
+        model_.parameters(), std::span(state_), reduced_, history_);
+    if (sharded()) collective_->all_gather(d_, model_.parameters());
+    ++steps_in_epoch_;
+  }
+
+  /// The summed outputs of every step of this epoch so far (downloads the history).
+  [[nodiscard]] std::vector<StepOutput> epoch_steps() const {
+    const std::vector<float> history = B::download(history_);
+    std::vector<StepOutput> out;
+    out.reserve(steps_in_epoch_);
+    for (std::size_t s = 0; s < steps_in_epoch_; ++s) {
+      out.push_back(StepOutput{history[3 * s], static_cast<std::size_t>(history[3 * s + 2]),
+                               static_cast<std::size_t>(history[3 * s + 1])});
+    }
+    return out;
+  }
+
+  /// Enqueues the evaluation of `batch`, adding to the validation sums on the device.
+  template <class BatchT>
+  void valid(const BatchT& batch) {
+    model_.valid_step(batch, valid_sums_);
+  }
+  /// The validation sums since the last call (downloaded), which starts them again.
+  StepOutput take_valid_sums() {
+    const std::vector<float> sums = B::download(valid_sums_);
+    valid_sums_ = B::zeros(device_, reduced_tail);
+    return StepOutput{sums[0], static_cast<std::size_t>(sums[2]),
+                      static_cast<std::size_t>(sums[1])};
+  }
+
+  /// The parameters, downloaded.
+  [[nodiscard]] std::vector<float> parameters() const { return B::download(model_.parameters()); }
+
+  /// The whole optimizer state in the host optimizer's layout (`Optim::state()`): the header
+  /// and every per-parameter array, all-gathered from the devices' shards when sharded.
+  /// Every device calls it at the same point.
+  std::vector<float> whole_optimizer_state() {
+    std::vector<float> whole = Traits::header(steps_taken_);
+    if (!has_state_) return whole;
+    for (std::size_t a = 0; a < Optim::state_arrays; ++a) {
+      const std::vector<float> shard = B::download(state_[a]);
+      if (!sharded()) {
+        whole.insert(whole.end(), shard.begin(), shard.begin() + own_.size());
+        continue;
+      }
+      std::vector<float> array(parameters_, 0.0f);
+      std::copy_n(shard.begin(), own_.size(),
+                  array.begin() + static_cast<std::ptrdiff_t>(own_.begin));
+      Tensor gathered = B::zeros(device_, parameters_);
+      B::upload(gathered, std::as_bytes(std::span(array)));
+      collective_->all_gather(d_, gathered);
+      const std::vector<float> all = B::download(gathered);
+      whole.insert(whole.end(), all.begin(), all.begin() + parameters_);
+    }
+    return whole;
+  }
+
+  /// The end of training: replica 0's host optimizer gets the whole state. Every device
+  /// calls it.
+  void finish() {
+    const std::vector<float> whole = whole_optimizer_state();
+    if (d_ == 0) optimizer_.load_state(whole);
+  }
+
+  /// The model replica.
+  [[nodiscard]] Model& model() noexcept { return model_; }
+  /// The host optimizer (after `finish`, on device 0, with the whole state).
+  [[nodiscard]] Optim& optimizer() noexcept { return optimizer_; }
+
+ private:
+  [[nodiscard]] bool sharded() const noexcept { return devices_ > 1; }
+
+  Model model_;
+  Optim optimizer_;
+  device_t<B> device_;
+  std::size_t d_;
+  std::size_t devices_;
+  Collective* collective_;
+  std::size_t parameters_;
+  Shard own_;
+  std::uint64_t steps_taken_;
+  bool has_state_ = false;
+  Tensor reduced_;             // gradient sums, loss sum, count, correct
+  Tensor history_;             // the three sums of every step of the epoch
+  Tensor valid_sums_;          // loss sum, count, correct of validation
+  std::vector<Tensor> state_;  // the optimizer's arrays, own shard only
+  std::size_t steps_in_epoch_ = 0;
+};
+
+}  // namespace stoke::detail

@@ -1,0 +1,62 @@
+#pragma once
+/// @file
+/// What a backend's device kernels take to train on its devices: the shapes of an element-wise
+/// optimizer step and of a softmax classifier's step, and the layout of the learner's reduced
+/// buffer. Backends (Vulkan shaders, CUDA kernels) implement them; the learner and its
+/// device-resident models call them (see `stoke::DeviceBackend` in the learner).
+
+#include <cstddef>
+#include <cstdint>
+
+namespace stoke {
+
+/// The learner's reduced buffer: `parameters` gradient SUMS, then the step's loss sum, its
+/// real-item count and its correct count, `parameters + reduced_tail` floats in all. A device
+/// model's `train_step` writes it, the collective sums it over the devices, and the optimizer
+/// step reads the count from it on the device (no host round trip per step).
+inline constexpr std::size_t reduced_tail = 3;
+
+/// One element-wise optimizer step on the parameters `[begin, begin + size)` (a device's
+/// shard, or all of them), with the gradients `reduced[i] / reduced[parameters + 1]`. When the
+/// count is zero the parameters and the state are left unchanged. The step also copies the
+/// reduced buffer's three sums into `history[3 * history_slot ...]`, so the learner reads an
+/// epoch's step losses once, at its end.
+struct OptimizerStepShape {
+  std::size_t parameters = 0;    ///< floats of gradients in the reduced buffer
+  std::size_t begin = 0;         ///< first parameter stepped
+  std::size_t size = 0;          ///< parameters stepped (the state tensors hold `size` floats)
+  float learning_rate = 0.0f;    ///< this step's rate (the learner owns the schedule)
+  std::size_t history_slot = 0;  ///< the step's index in the epoch
+};
+
+/// Stochastic gradient descent with heavy-ball momentum and L2 weight decay, as `stoke::Sgd`:
+/// `v = momentum v + (g + weight_decay p)`, `p -= lr v`.
+struct SgdHyperparameters {
+  float momentum = 0.0f;      ///< velocity decay
+  float weight_decay = 0.0f;  ///< L2 factor added to the gradient
+};
+
+/// Adam with decoupled weight decay, as `stoke::Adam`, at step `step` (from 1).
+struct AdamHyperparameters {
+  float beta1 = 0.9f;         ///< first-moment decay
+  float beta2 = 0.999f;       ///< second-moment decay
+  float epsilon = 1e-8f;      ///< added to the root of the second moment
+  float weight_decay = 0.0f;  ///< decoupled decay factor
+  std::uint64_t step = 1;     ///< the step's number, counting from 1
+};
+
+/// One batch of a softmax classifier (logits `x W + b`, `W` a `features x classes` row-major
+/// matrix followed by `classes` biases in the parameters, as `stoke::Mlp({features,
+/// classes})` lays them out). The first `real_rows` rows are real items; the rest are padding
+/// and contribute nothing.
+struct SoftmaxShape {
+  std::size_t rows = 0;       ///< items in the batch
+  std::size_t real_rows = 0;  ///< items that are not padding
+  std::size_t features = 0;   ///< inputs per item
+  std::size_t classes = 0;    ///< outputs per item (at most `max_softmax_classes`)
+};
+
+/// The most classes the device softmax kernels take.
+inline constexpr std::size_t max_softmax_classes = 32;
+
+}  // namespace stoke

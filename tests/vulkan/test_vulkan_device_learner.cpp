@@ -1,0 +1,163 @@
+// The learner with device-resident parameters on two Vulkan devices: the softmax classifier's
+// parameters, gradients and optimizer state stay in device memory, the Vulkan collective sums
+// the gradients, and training follows one CPU device (the host `Mlp` with the same layout) fed
+// the global batch, step by step; a run stopped at a checkpoint resumes exactly.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include <stoke/learner.hpp>
+#include <stoke/stoke.hpp>
+#include <stoke/vulkan.hpp>
+
+#include "stoke_test_files.hpp"
+#include "toy_images.hpp"
+#include "vulkan_validation.hpp"
+
+namespace {
+
+namespace vk = stoke::vulkan;
+using stoke::testing::ToyImages;
+using Classifier = stoke::SoftmaxClassifier<vk::Backend, vk::ImageBatch>;
+using DeviceLearnerTest = stoke::testing::VulkanTest;
+using ShaderBuilder = stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>;
+using CpuBuilder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
+constexpr std::uint64_t kSeed = 3;
+
+/// The reference: the host `Mlp` of the same layout on one CPU device with the global batch.
+template <class Optim>
+std::pair<stoke::FitResult, std::vector<float>> cpu_reference(Optim optimizer,
+                                                              const ToyImages& train,
+                                                              const ToyImages& valid) {
+  stoke::Learner<stoke::cpu::Backend, stoke::Mlp, Optim, stoke::ConstantLr> learner(
+      stoke::Mlp({ToyImages::kPixels, ToyImages::kClasses}, kSeed), optimizer,
+      stoke::ConstantLr{0.1f}, stoke::cpu::Backend::devices(1), {.epochs = 2, .log = nullptr});
+  auto run = learner.fit(CpuBuilder({}).batch_size(16).shuffle(5).drop_last().build(train),
+                         CpuBuilder({}).batch_size(32).pad().build(valid));
+  const auto parameters = learner.model().parameters();
+  return {std::move(run), std::vector<float>(parameters.begin(), parameters.end())};
+}
+
+/// A learner of the classifier on two Vulkan devices.
+template <class Optim>
+stoke::Learner<vk::Backend, Classifier, Optim, stoke::ConstantLr> device_learner(
+    Optim optimizer, stoke::LearnerOptions options = {.epochs = 2, .log = nullptr}) {
+  const auto devices = vk::Backend::devices(2);
+  return {Classifier(devices[0], ToyImages::kPixels, ToyImages::kClasses, kSeed), optimizer,
+          stoke::ConstantLr{0.1f}, devices, options};
+}
+
+auto shader_train_loader(const ToyImages& train) {
+  return ShaderBuilder(vk::ImageBatcher{}).batch_size(8).shuffle(5).drop_last().build(train);
+}
+auto shader_valid_loader(const ToyImages& valid) {
+  return ShaderBuilder(vk::ImageBatcher{}).batch_size(32).pad().build(valid);
+}
+
+/// Every step's loss and every final parameter of `run` equal the reference's within float
+/// tolerance (the sums are taken in another order).
+void expect_follows(const stoke::FitResult& run, const std::vector<float>& parameters,
+                    const std::pair<stoke::FitResult, std::vector<float>>& reference) {
+  const auto& [expected, expected_parameters] = reference;
+  ASSERT_EQ(run.step_losses.size(), 60u);
+  ASSERT_EQ(run.step_losses.size(), expected.step_losses.size());
+  for (std::size_t s = 0; s < run.step_losses.size(); ++s) {
+    ASSERT_NEAR(run.step_losses[s], expected.step_losses[s],
+                1e-4f * (1.0f + std::fabs(expected.step_losses[s])))
+        << "step " << s;
+  }
+  ASSERT_EQ(parameters.size(), expected_parameters.size());
+  for (std::size_t i = 0; i < parameters.size(); ++i) {
+    ASSERT_NEAR(parameters[i], expected_parameters[i], 1e-4f) << "parameter " << i;
+  }
+  EXPECT_EQ(run.epochs.back().valid_items, 100u);
+  EXPECT_NEAR(run.epochs.back().valid_accuracy, expected.epochs.back().valid_accuracy, 0.011);
+  EXPECT_NEAR(run.epochs.back().train_loss, expected.epochs.back().train_loss, 1e-4);
+}
+
+TEST_F(DeviceLearnerTest, TwoVulkanDevicesWithDeviceResidentSgdFollowOneCpuDevice) {
+  const ToyImages train(480), valid(100, 9);
+  auto learner = device_learner(stoke::Sgd(0.1f, 0.9f));
+  const auto run = learner.fit(shader_train_loader(train), shader_valid_loader(valid));
+  expect_follows(run, vk::Backend::download(learner.model().parameters()),
+                 cpu_reference(stoke::Sgd(0.1f, 0.9f), train, valid));
+  // The sharded velocity came back whole from the two devices.
+  EXPECT_EQ(learner.optimizer().state().size(), learner.model().parameter_count());
+}
+
+TEST_F(DeviceLearnerTest, TwoVulkanDevicesWithDeviceResidentAdamFollowOneCpuDevice) {
+  const ToyImages train(480), valid(100, 9);
+  const stoke::Adam adam(0.9f, 0.99f, 1e-6f, 0.01f);
+  auto learner = device_learner(adam);
+  const auto run = learner.fit(shader_train_loader(train), shader_valid_loader(valid));
+  expect_follows(run, vk::Backend::download(learner.model().parameters()),
+                 cpu_reference(adam, train, valid));
+  EXPECT_EQ(learner.optimizer().steps(), 60u);
+}
+
+/// The CPU batcher, for loaders whose batches are uploaded to a Vulkan device afterwards.
+struct HostClassification {
+  stoke::cpu::ClassificationBatcher inner;
+  stoke::cpu::ClassificationBatch batch(std::vector<stoke::LabeledImage> items,
+                                        const vk::Device&) const {
+    return inner.batch(std::move(items), stoke::cpu::Device{});
+  }
+};
+
+/// The prefetcher's stage: uploads a host batch's inputs; the labels stay on the host.
+struct UploadClassification {
+  stoke::Staged<vk::ImageBatch, vk::Fence> operator()(vk::Stager& stager,
+                                                      stoke::cpu::ClassificationBatch host) const {
+    const auto shape = host.inputs.shape();
+    auto staged = stager.upload(std::as_bytes(host.inputs.values()));
+    return {vk::ImageBatch{std::move(staged.value), std::move(host.labels), shape[0], shape[1],
+                           staged.fence},
+            staged.fence};
+  }
+};
+
+TEST_F(DeviceLearnerTest, DeviceResidentTrainingThroughPrefetchFollowsOneCpuDevice) {
+  const ToyImages train(480), valid(100, 9);
+  using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, HostClassification>;
+  auto prefetched = stoke::prefetch_to_device<vk::Backend>(
+      HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3,
+      UploadClassification{});
+  auto learner = device_learner(stoke::Sgd(0.1f, 0.9f));
+  const auto run = learner.fit(std::move(prefetched), shader_valid_loader(valid));
+  expect_follows(run, vk::Backend::download(learner.model().parameters()),
+                 cpu_reference(stoke::Sgd(0.1f, 0.9f), train, valid));
+}
+
+TEST_F(DeviceLearnerTest, ADeviceResidentRunStoppedAtACheckpointResumesExactly) {
+  const ToyImages train(480), valid(100, 9);
+  const stoke::Adam adam(0.9f, 0.99f, 1e-6f, 0.01f);
+  auto unbroken = device_learner(adam);
+  const auto full = unbroken.fit(shader_train_loader(train), shader_valid_loader(valid));
+
+  const stoke::testing::TempDir dir;
+  // Stop in epoch 1 right after a checkpoint, as a crash would, then resume.
+  auto first = device_learner(adam, {.epochs = 2,
+                                     .checkpoint_dir = dir.path(),
+                                     .checkpoint_every_steps = 11,
+                                     .log = nullptr,
+                                     .stop_after_steps = 44});
+  const auto before = first.fit(shader_train_loader(train), shader_valid_loader(valid));
+  ASSERT_TRUE(before.stopped_early);
+  auto second = device_learner(
+      adam, {.epochs = 2, .checkpoint_dir = dir.path(), .resume = true, .log = nullptr});
+  const auto after = second.fit(shader_train_loader(train), shader_valid_loader(valid));
+  ASSERT_TRUE(after.resumed);
+
+  std::vector<float> stitched = before.step_losses;
+  stitched.insert(stitched.end(), after.step_losses.begin(), after.step_losses.end());
+  EXPECT_EQ(stitched, full.step_losses);  // bit for bit
+  EXPECT_EQ(vk::Backend::download(second.model().parameters()),
+            vk::Backend::download(unbroken.model().parameters()));
+  EXPECT_EQ(second.optimizer().state(), unbroken.optimizer().state());
+  EXPECT_EQ(after.epochs.back().train_loss, full.epochs.back().train_loss);
+}
+
+}  // namespace
