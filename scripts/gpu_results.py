@@ -62,7 +62,7 @@ def main():
 
     multi = read(logs, "multi_gpu")
     torch = read(logs, "pytorch")
-    epochs = re.findall(r"^epoch (\d+) on (\d+) GPUs: train loss ([0-9.]+), test accuracy ([0-9.]+), "
+    epochs = re.findall(r"^epoch (\d+) on (\d+) cuda devices: train loss ([0-9.]+), test accuracy ([0-9.]+), "
                         r"(\d+) samples/s", multi, re.M)
     figures = {}
     out += ["## Fashion-MNIST on one GPU: examples/multi_gpu against PyTorch", ""]

@@ -1,6 +1,7 @@
 """The PyTorch peer of examples/multi_gpu on one GPU: the same softmax classifier (784 -> 10,
 weights N(0, 0.01), zero bias), the same normalisation ((b / 255 - 0.2860) / 0.3530), SGD with
-the same learning rate on the mean loss, batches of 128, shuffled, last partial batch dropped.
+the same learning rate and momentum (0.9) on the mean loss, batches of 128, shuffled, last
+partial batch dropped.
 
 Two idioms an expert would pick, both timed per epoch (training only, synchronised at the end
 of each epoch):
@@ -40,7 +41,7 @@ def main():
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist")
     parser.add_argument("--epochs", type=int, default=3)
     parser.add_argument("--batch-size", type=int, default=128)
-    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--lr", type=float, default=0.01)
     args = parser.parse_args()
     device = torch.device("cuda")
     torch.manual_seed(7)
@@ -63,7 +64,7 @@ def main():
         with torch.no_grad():
             model.weight.normal_(0.0, 0.01)
             model.bias.zero_()
-        return model, torch.optim.SGD(model.parameters(), lr=args.lr)
+        return model, torch.optim.SGD(model.parameters(), lr=args.lr, momentum=0.9)
 
     def train_step(model, optimizer, xb, yb):
         loss = torch.nn.functional.cross_entropy(model(normalise(xb)), yb)

@@ -38,7 +38,8 @@ inline void add_flags(CLI::App& app, Flags& flags, const std::string& devices_he
   app.add_option("--batch-size", flags.batch_size, "samples per batch per device")
       ->capture_default_str();
   app.add_option("--workers", flags.workers, "loader threads per device")->capture_default_str();
-  app.add_option("--lr", flags.learning_rate, "peak learning rate (Adam)")->capture_default_str();
+  app.add_option("--lr", flags.learning_rate, "learning rate (the peak, with a schedule)")
+      ->capture_default_str();
   app.add_option("--seed", flags.seed, "seed of the shuffle and the initial weights")
       ->capture_default_str();
   app.add_option("--checkpoint-dir", flags.checkpoint_dir,
