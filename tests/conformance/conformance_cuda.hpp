@@ -16,6 +16,10 @@ namespace stoke::testing {
 
 template <>
 struct ConformanceTraits<cuda::Backend> {
+  /// The batches a device-resident model reads.
+  using ImageBatch = cuda::ImageBatch;
+  /// CUDA divides and takes square roots correctly rounded, as the host does.
+  static constexpr float adam_relative_error = 0.0f;
   /// `count` devices; with fewer visible, they repeat (`cuda:0, cuda:0` on one GPU), so the
   /// suite still checks that batches land where the loader is set.
   static std::vector<cuda::Device> devices(std::size_t count) {

@@ -94,4 +94,13 @@ device_t<B> device_of(const Data& data) {
   }
 }
 
+/// Names the typed tests by backend (`<cpu>`, `<vulkan>`, `<cuda>`).
+struct BackendNames {
+  /// `B::name()`.
+  template <class B>
+  static std::string GetName(int) {
+    return std::string(B::name());
+  }
+};
+
 }  // namespace stoke::testing

@@ -15,6 +15,11 @@ namespace stoke::testing {
 
 template <>
 struct ConformanceTraits<vulkan::Backend> {
+  /// The batches a device-resident model reads.
+  using ImageBatch = vulkan::ImageBatch;
+  /// How far an Adam step may stray from the host's: Vulkan allows 2.5 ULP for a division and
+  /// more for a square root, where IEEE gives the host 0.5.
+  static constexpr float adam_relative_error = 1e-6f;
   static std::vector<vulkan::Device> devices(std::size_t count) {
     return vulkan::Backend::devices(count);
   }

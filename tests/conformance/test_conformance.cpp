@@ -26,6 +26,7 @@
 namespace {
 
 using namespace std::chrono_literals;
+using stoke::testing::BackendNames;
 using stoke::testing::ConformanceTraits;
 using stoke::testing::device_of;
 using stoke::testing::expected_rows;
@@ -33,13 +34,6 @@ using stoke::testing::HostRows;
 using stoke::testing::IotaDataset;
 using stoke::testing::read_floats;
 using stoke::testing::RowsBatcher;
-
-struct BackendNames {
-  template <class B>
-  static std::string GetName(int) {
-    return std::string(B::name());
-  }
-};
 
 template <class B>
 class Conformance : public ::testing::Test {

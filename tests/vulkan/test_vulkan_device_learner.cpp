@@ -15,6 +15,7 @@
 
 #include "stoke_test_files.hpp"
 #include "toy_images.hpp"
+#include "vulkan_host_batches.hpp"
 #include "vulkan_validation.hpp"
 
 namespace {
@@ -98,33 +99,12 @@ TEST_F(DeviceLearnerTest, TwoVulkanDevicesWithDeviceResidentAdamFollowOneCpuDevi
   EXPECT_EQ(learner.optimizer().steps(), 60u);
 }
 
-/// The CPU batcher, for loaders whose batches are uploaded to a Vulkan device afterwards.
-struct HostClassification {
-  stoke::cpu::ClassificationBatcher inner;
-  stoke::cpu::ClassificationBatch batch(std::vector<stoke::LabeledImage> items,
-                                        const vk::Device&) const {
-    return inner.batch(std::move(items), stoke::cpu::Device{});
-  }
-};
-
-/// The prefetcher's stage: uploads a host batch's inputs; the labels stay on the host.
-struct UploadClassification {
-  stoke::Staged<vk::ImageBatch, vk::Fence> operator()(vk::Stager& stager,
-                                                      stoke::cpu::ClassificationBatch host) const {
-    const auto shape = host.inputs.shape();
-    auto staged = stager.upload(std::as_bytes(host.inputs.values()));
-    return {vk::ImageBatch{std::move(staged.value), std::move(host.labels), shape[0], shape[1],
-                           staged.fence},
-            staged.fence};
-  }
-};
-
 TEST_F(DeviceLearnerTest, DeviceResidentTrainingThroughPrefetchFollowsOneCpuDevice) {
   const ToyImages train(480), valid(100, 9);
-  using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, HostClassification>;
+  using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, stoke::testing::HostClassification>;
   auto prefetched = stoke::prefetch_to_device<vk::Backend>(
       HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3,
-      UploadClassification{});
+      stoke::testing::UploadClassification{});
   auto learner = device_learner(stoke::Sgd(0.1f, 0.9f));
   const auto run = learner.fit(std::move(prefetched), shader_valid_loader(valid));
   expect_follows(run, vk::Backend::download(learner.model().parameters()),

@@ -14,6 +14,7 @@
 #include <stoke/vulkan.hpp>
 
 #include "toy_images.hpp"
+#include "vulkan_host_batches.hpp"
 #include "vulkan_validation.hpp"
 
 namespace {
@@ -119,38 +120,16 @@ TEST_F(VulkanLearnerEquivalence, TwoVulkanDevicesFollowOneCpuDeviceWithTheGlobal
   EXPECT_NEAR(vulkan_run.epochs.back().valid_accuracy, cpu_run.epochs.back().valid_accuracy, 0.011);
 }
 
-/// The CPU batcher, for loaders whose batches are uploaded to a Vulkan device afterwards.
-struct HostClassification {
-  stoke::cpu::ClassificationBatcher inner;
-  stoke::cpu::ClassificationBatch batch(std::vector<stoke::LabeledImage> items,
-                                        const vk::Device&) const {
-    return inner.batch(std::move(items), stoke::cpu::Device{});
-  }
-};
-
-/// The prefetcher's stage: uploads a host batch's normalised inputs; the labels stay on the
-/// host. The result has the shape the shader batcher gives, so the same model reads both.
-struct UploadClassification {
-  stoke::Staged<vk::ImageBatch, vk::Fence> operator()(vk::Stager& stager,
-                                                      stoke::cpu::ClassificationBatch host) const {
-    const auto shape = host.inputs.shape();
-    auto staged = stager.upload(std::as_bytes(host.inputs.values()));
-    return {vk::ImageBatch{std::move(staged.value), std::move(host.labels), shape[0], shape[1],
-                           staged.fence},
-            staged.fence};
-  }
-};
-
 // `fit` takes a prefetching loader (a TrainingLoader): the host batches are made by loader
 // workers, uploaded ahead of the step, and training follows one CPU device as closely as
 // with the batches made on the device.
 TEST_F(VulkanLearnerEquivalence, TwoVulkanDevicesFedThroughPrefetchFollowOneCpuDevice) {
   const ToyImages train(480), valid(100, 9);
   const stoke::Mlp model({ToyImages::kPixels, 12, ToyImages::kClasses}, 3);
-  using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, HostClassification>;
+  using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, stoke::testing::HostClassification>;
   auto prefetched = stoke::prefetch_to_device<vk::Backend>(
       HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3,
-      UploadClassification{});
+      stoke::testing::UploadClassification{});
   static_assert(stoke::TrainingLoader<decltype(prefetched)>);
   const auto vulkan_run = vulkan_run_on_two_devices(model, prefetched, valid);
 

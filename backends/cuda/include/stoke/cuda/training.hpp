@@ -13,12 +13,14 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <cuda_runtime_api.h>
 
 #include <stoke/core/device.hpp>
 #include <stoke/core/device_training.hpp>
+#include <stoke/core/device_training_checks.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
@@ -43,46 +45,12 @@ inline Stager& stager(const Device& device) {
   return stagers->of(device);
 }
 
-/// The 32-bit value of a size a kernel takes; throws `std::invalid_argument` naming `what`
-/// when it does not fit.
-inline std::uint32_t u32(std::size_t value, const char* what) {
-  if (value > 0xFFFFFFFFu) {
-    throw std::invalid_argument(std::string("stoke: cuda: ") + what + " of " +
-                                std::to_string(value) + " exceeds a kernel's 32-bit index");
-  }
-  return static_cast<std::uint32_t>(value);
-}
+/// The backend's name in the argument checks' messages.
+inline constexpr std::string_view backend = "cuda";
 
-/// Throws `std::invalid_argument` unless `tensor` holds at least `floats` floats.
-inline void check_floats(const Buffer& tensor, std::size_t floats, const char* what) {
-  if (tensor.size() < floats * sizeof(float)) {
-    throw std::invalid_argument(std::string("stoke: cuda: ") + what + " holds " +
-                                std::to_string(tensor.size() / sizeof(float)) +
-                                " floats, the step needs " + std::to_string(floats));
-  }
-}
-
-/// The kernels' sizes of a softmax batch; throws `std::invalid_argument` for a shape they do
-/// not take.
-inline kernels::SoftmaxSizes softmax_sizes(const SoftmaxShape& shape) {
-  if (shape.classes == 0 || shape.classes > max_softmax_classes) {
-    throw std::invalid_argument("stoke: cuda: a softmax classifier of " +
-                                std::to_string(shape.classes) + " classes (1 to " +
-                                std::to_string(max_softmax_classes) + " are supported)");
-  }
-  if (shape.real_rows > shape.rows) {
-    throw std::invalid_argument("stoke: cuda: a batch of " + std::to_string(shape.rows) +
-                                " rows cannot have " + std::to_string(shape.real_rows) +
-                                " real ones");
-  }
-  return {u32(shape.rows, "a batch"), u32(shape.real_rows, "a batch"),
-          u32(shape.features, "a feature count"), u32(shape.classes, "a class count")};
-}
-
-/// The kernels' sizes of an optimizer step.
-inline kernels::OptimizerStep optimizer_step(const OptimizerStepShape& step) {
-  return {u32(step.parameters, "a parameter count"), u32(step.begin, "a shard"),
-          u32(step.size, "a shard"), u32(step.history_slot, "a step index"), step.learning_rate};
+/// The kernels' sizes of a softmax batch (checked by `stoke::detail`).
+inline kernels::SoftmaxSizes kernel_sizes(const stoke::detail::SoftmaxSizes& sizes) {
+  return {sizes.rows, sizes.real_rows, sizes.features, sizes.classes};
 }
 
 /// Queues `launch(stream)` (the call of `kernel`'s launcher) on the copy stream of the
@@ -155,11 +123,10 @@ inline std::vector<float> download(const Buffer& tensor) {
 /// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
 inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
                      Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history) {
-  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
-  detail::check_floats(velocity, step.size, "the velocity tensor");
-  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
-  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
-  const kernels::OptimizerStep shape = detail::optimizer_step(step);
+  const auto sizes = stoke::detail::checked_optimizer_step(
+      detail::backend, step, parameters, {{&velocity, "the velocity tensor"}}, reduced, history);
+  const kernels::OptimizerStep shape{sizes.parameters, sizes.begin, sizes.size, sizes.history_slot,
+                                     step.learning_rate};
   const kernels::SgdFactors factors{hyper.momentum, hyper.weight_decay};
   detail::enqueue("the sgd_step kernel", {&reduced}, {&parameters, &velocity, &history},
                   [&](cudaStream_t stream) {
@@ -174,21 +141,15 @@ inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& 
 inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
                       Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
                       Buffer& history) {
-  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
-  detail::check_floats(first, step.size, "the first-moment tensor");
-  detail::check_floats(second, step.size, "the second-moment tensor");
-  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
-  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
-  const kernels::OptimizerStep shape = detail::optimizer_step(step);
-  // The bias corrections in double, as `stoke::Adam` computes them.
-  const double t = static_cast<double>(hyper.step);
-  const kernels::AdamFactors factors{
-      hyper.beta1,
-      hyper.beta2,
-      hyper.epsilon,
-      1.0f - step.learning_rate * hyper.weight_decay,
-      static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t)),
-      static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(hyper.beta2), t)))};
+  const auto sizes = stoke::detail::checked_optimizer_step(
+      detail::backend, step, parameters,
+      {{&first, "the first-moment tensor"}, {&second, "the second-moment tensor"}}, reduced,
+      history);
+  const kernels::OptimizerStep shape{sizes.parameters, sizes.begin, sizes.size, sizes.history_slot,
+                                     step.learning_rate};
+  const stoke::detail::AdamFactors adam = stoke::detail::adam_factors(hyper, step.learning_rate);
+  const kernels::AdamFactors factors{adam.beta1, adam.beta2,       adam.epsilon,
+                                     adam.decay, adam.correction1, adam.root_correction2};
   detail::enqueue("the adam_step kernel", {&reduced}, {&parameters, &first, &second, &history},
                   [&](cudaStream_t stream) {
                     return kernels::adam_step(shape, factors, detail::floats(parameters),
@@ -203,13 +164,8 @@ inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape
 /// `labels` holds one `int32` a row.
 inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
                             const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
-  const kernels::SoftmaxSizes sizes = detail::softmax_sizes(shape);
-  detail::check_floats(inputs, shape.rows * shape.features, "the input tensor");
-  detail::check_floats(labels, shape.rows, "the label tensor");
-  detail::check_floats(parameters, shape.features * shape.classes + shape.classes,
-                       "the parameter tensor");
-  detail::check_floats(dlogits, shape.rows * shape.classes, "the logit-gradient tensor");
-  detail::check_floats(item_stats, shape.rows * 2, "the item-statistics tensor");
+  const kernels::SoftmaxSizes sizes = detail::kernel_sizes(stoke::detail::checked_softmax_forward(
+      detail::backend, shape, inputs, labels, parameters, dlogits, item_stats));
   detail::enqueue("the softmax_forward kernel", {&inputs, &labels, &parameters},
                   {&dlogits, &item_stats}, [&](cudaStream_t stream) {
                     return kernels::softmax_forward(
@@ -222,12 +178,8 @@ inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, con
 /// A softmax classifier's gradient sums and step sums into the reduced tensor.
 inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
                               const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
-  const kernels::SoftmaxSizes sizes = detail::softmax_sizes(shape);
-  const std::size_t outputs = shape.features * shape.classes + shape.classes + reduced_tail;
-  detail::check_floats(inputs, shape.real_rows * shape.features, "the input tensor");
-  detail::check_floats(dlogits, shape.real_rows * shape.classes, "the logit-gradient tensor");
-  detail::check_floats(item_stats, shape.real_rows * 2, "the item-statistics tensor");
-  detail::check_floats(reduced, outputs, "the reduced tensor");
+  const kernels::SoftmaxSizes sizes = detail::kernel_sizes(stoke::detail::checked_softmax_gradients(
+      detail::backend, shape, inputs, dlogits, item_stats, reduced));
   detail::enqueue("the softmax_gradients kernel", {&inputs, &dlogits, &item_stats}, {&reduced},
                   [&](cudaStream_t stream) {
                     return kernels::softmax_gradients(
@@ -238,9 +190,8 @@ inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
 
 /// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
 inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
-  const kernels::SoftmaxSizes sizes = detail::softmax_sizes(shape);
-  detail::check_floats(item_stats, shape.real_rows * 2, "the item-statistics tensor");
-  detail::check_floats(sums, reduced_tail, "the sums tensor");
+  const kernels::SoftmaxSizes sizes = detail::kernel_sizes(
+      stoke::detail::checked_softmax_sums(detail::backend, shape, item_stats, sums));
   detail::enqueue("the add_softmax_sums kernel", {&item_stats}, {&sums}, [&](cudaStream_t stream) {
     return kernels::add_softmax_sums(sizes, detail::floats(item_stats), detail::floats(sums),
                                      stream);

@@ -15,12 +15,14 @@
 #include <span>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
 #include <vulkan/vulkan_core.h>
 
 #include <stoke/core/device_training.hpp>
+#include <stoke/core/device_training_checks.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/compute_pipeline.hpp>
 #include <stoke/vulkan/context.hpp>
@@ -82,43 +84,8 @@ namespace training {
 
 namespace detail {
 
-/// The 32-bit value of a size a shader takes; throws `std::invalid_argument` naming `what`
-/// when it does not fit.
-inline std::uint32_t u32(std::size_t value, const char* what) {
-  if (value > 0xFFFFFFFFu) {
-    throw std::invalid_argument(std::string("stoke: vulkan: ") + what + " of " +
-                                std::to_string(value) + " exceeds a shader's 32-bit index");
-  }
-  return static_cast<std::uint32_t>(value);
-}
-
-/// Throws `std::invalid_argument` unless `tensor` holds at least `floats` floats.
-inline void check_floats(const Buffer& tensor, std::size_t floats, const char* what) {
-  if (tensor.size() < floats * sizeof(float)) {
-    throw std::invalid_argument(std::string("stoke: vulkan: ") + what + " holds " +
-                                std::to_string(tensor.size() / sizeof(float)) +
-                                " floats, the step needs " + std::to_string(floats));
-  }
-}
-
-struct SoftmaxParams {
-  std::uint32_t rows, real_rows, features, classes;
-};
-
-inline SoftmaxParams softmax_params(const SoftmaxShape& shape) {
-  if (shape.classes == 0 || shape.classes > max_softmax_classes) {
-    throw std::invalid_argument("stoke: vulkan: a softmax classifier of " +
-                                std::to_string(shape.classes) + " classes (1 to " +
-                                std::to_string(max_softmax_classes) + " are supported)");
-  }
-  if (shape.real_rows > shape.rows) {
-    throw std::invalid_argument("stoke: vulkan: a batch of " + std::to_string(shape.rows) +
-                                " rows cannot have " + std::to_string(shape.real_rows) +
-                                " real ones");
-  }
-  return {u32(shape.rows, "a batch"), u32(shape.real_rows, "a batch"),
-          u32(shape.features, "a feature count"), u32(shape.classes, "a class count")};
-}
+/// The backend's name in the argument checks' messages.
+inline constexpr std::string_view backend = "vulkan";
 
 }  // namespace detail
 
@@ -152,20 +119,12 @@ inline std::vector<float> download(const Buffer& tensor) {
 /// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
 inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
                      Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history) {
-  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
-  detail::check_floats(velocity, step.size, "the velocity tensor");
-  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
-  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
+  const auto sizes = stoke::detail::checked_optimizer_step(
+      detail::backend, step, parameters, {{&velocity, "the velocity tensor"}}, reduced, history);
   struct {
-    std::uint32_t parameters, begin, size, slot;
+    stoke::detail::OptimizerStepSizes sizes;
     float learning_rate, momentum, weight_decay;
-  } params{detail::u32(step.parameters, "a parameter count"),
-           detail::u32(step.begin, "a shard"),
-           detail::u32(step.size, "a shard"),
-           detail::u32(step.history_slot, "a step index"),
-           step.learning_rate,
-           hyper.momentum,
-           hyper.weight_decay};
+  } params{sizes, step.learning_rate, hyper.momentum, hyper.weight_decay};
   const Binding bindings[] = {Binding::write(parameters), Binding::write(velocity),
                               Binding::read(reduced), Binding::write(history)};
   TrainingKernels::of(parameters.device())
@@ -177,26 +136,15 @@ inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& 
 inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
                       Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
                       Buffer& history) {
-  detail::check_floats(parameters, step.begin + step.size, "the parameter tensor");
-  detail::check_floats(first, step.size, "the first-moment tensor");
-  detail::check_floats(second, step.size, "the second-moment tensor");
-  detail::check_floats(reduced, step.parameters + reduced_tail, "the reduced tensor");
-  detail::check_floats(history, reduced_tail * (step.history_slot + 1), "the history tensor");
-  const double t = static_cast<double>(hyper.step);
+  const auto sizes = stoke::detail::checked_optimizer_step(
+      detail::backend, step, parameters,
+      {{&first, "the first-moment tensor"}, {&second, "the second-moment tensor"}}, reduced,
+      history);
   struct {
-    std::uint32_t parameters, begin, size, slot;
-    float learning_rate, beta1, beta2, epsilon, decay, correction1, root_correction2;
-  } params{detail::u32(step.parameters, "a parameter count"),
-           detail::u32(step.begin, "a shard"),
-           detail::u32(step.size, "a shard"),
-           detail::u32(step.history_slot, "a step index"),
-           step.learning_rate,
-           hyper.beta1,
-           hyper.beta2,
-           hyper.epsilon,
-           1.0f - step.learning_rate * hyper.weight_decay,
-           static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t)),
-           static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(hyper.beta2), t)))};
+    stoke::detail::OptimizerStepSizes sizes;
+    float learning_rate;
+    stoke::detail::AdamFactors factors;
+  } params{sizes, step.learning_rate, stoke::detail::adam_factors(hyper, step.learning_rate)};
   const Binding bindings[] = {Binding::write(parameters), Binding::write(first),
                               Binding::write(second), Binding::read(reduced),
                               Binding::write(history)};
@@ -206,38 +154,34 @@ inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape
 
 /// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
 /// of the loss by the logits (`rows x classes`) and per-item loss and correctness (`rows x 2`).
+/// `labels` holds one `int32` a row.
 inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
                             const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
-  const auto params = detail::softmax_params(shape);
-  detail::check_floats(inputs, shape.rows * shape.features, "the input tensor");
-  detail::check_floats(labels, shape.rows, "the label tensor");
-  detail::check_floats(parameters, shape.features * shape.classes + shape.classes,
-                       "the parameter tensor");
-  detail::check_floats(dlogits, shape.rows * shape.classes, "the logit-gradient tensor");
-  detail::check_floats(item_stats, shape.rows * 2, "the item-statistics tensor");
+  const auto sizes = stoke::detail::checked_softmax_forward(detail::backend, shape, inputs, labels,
+                                                            parameters, dlogits, item_stats);
   const Binding bindings[] = {Binding::read(inputs), Binding::read(labels),
                               Binding::read(parameters), Binding::write(dlogits),
                               Binding::write(item_stats)};
-  TrainingKernels::of(inputs.device()).softmax_forward.dispatch(bindings, params, shape.rows);
+  TrainingKernels::of(inputs.device()).softmax_forward.dispatch(bindings, sizes, shape.rows);
 }
 
 /// A softmax classifier's gradient sums and step sums into the reduced tensor.
 inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
                               const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
-  const auto params = detail::softmax_params(shape);
-  const std::size_t outputs = shape.features * shape.classes + shape.classes + reduced_tail;
-  detail::check_floats(reduced, outputs, "the reduced tensor");
+  const auto sizes = stoke::detail::checked_softmax_gradients(detail::backend, shape, inputs,
+                                                              dlogits, item_stats, reduced);
   const Binding bindings[] = {Binding::read(inputs), Binding::read(dlogits),
                               Binding::read(item_stats), Binding::write(reduced)};
-  TrainingKernels::of(inputs.device()).softmax_gradients.dispatch(bindings, params, outputs);
+  TrainingKernels::of(inputs.device())
+      .softmax_gradients.dispatch(bindings, sizes,
+                                  shape.features * shape.classes + shape.classes + reduced_tail);
 }
 
 /// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
 inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
-  const auto params = detail::softmax_params(shape);
-  detail::check_floats(sums, reduced_tail, "the sums tensor");
+  const auto sizes = stoke::detail::checked_softmax_sums(detail::backend, shape, item_stats, sums);
   const Binding bindings[] = {Binding::read(item_stats), Binding::write(sums)};
-  TrainingKernels::of(sums.device()).add_softmax_sums.dispatch(bindings, params, 1);
+  TrainingKernels::of(sums.device()).add_softmax_sums.dispatch(bindings, sizes, 1);
 }
 
 }  // namespace training
