@@ -24,6 +24,9 @@ namespace stoke::detail {
 /// The replica of device `d`: the model forked onto it, the optimizer state of its shard as
 /// device tensors (ZeRO-1 on several devices: it steps its shard, then all-gathers the
 /// parameters), and the reduced, history and validation tensors.
+/// The item count stays on the device, so a step whose global batch is all padding still
+/// counts for Adam's bias correction here, where the host `Adam` skips it (the kernels leave
+/// the parameters and state unchanged on such a step).
 template <DeviceBackend B, class Model, DeviceOptimizer Optim>
 class DeviceReplica {
  public:
