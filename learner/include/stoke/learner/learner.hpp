@@ -29,7 +29,9 @@
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>
 #include <stoke/learner/options.hpp>
-#include <stoke/learner/replica/replica_for.hpp>
+#include <stoke/learner/replica/device_replica.hpp>
+#include <stoke/learner/replica/host_replica.hpp>
+#include <stoke/learner/replica/model_parameters.hpp>
 #include <stoke/learner/train_step.hpp>
 
 namespace stoke {
@@ -91,15 +93,29 @@ class Learner {
 
   /// Trains on `train` and evaluates on `valid` every epoch, until `options.epochs` epochs are
   /// done. Both loaders are split over the devices (they need `Remainder::drop` or `pad`).
-  /// The model trains in host memory (`TrainStep`) or, on a `DeviceBackend` with a
-  /// `DeviceOptimizer`, in device memory (`DeviceTrainStep`).
+  /// This overload trains a model in host memory (`TrainStep`).
   template <TrainingLoader Train, SplittableLoader Valid>
-    requires(TrainStep<Model, typename Train::batch_type> &&
-             ValidStep<Model, typename Valid::batch_type>) ||
-            (DeviceTrainStep<Model, B, typename Train::batch_type> &&
-             DeviceTrainStep<Model, B, typename Valid::batch_type> && DeviceOptimizer<Optim>)
+    requires TrainStep<Model, typename Train::batch_type> &&
+             ValidStep<Model, typename Valid::batch_type>
   FitResult fit(Train train, Valid valid) {
-    using Replica = replica_t<typename Train::batch_type>;
+    return fit_replicas<detail::HostReplica<Model, Optim>>(std::move(train), std::move(valid));
+  }
+
+  /// `fit` for a model that trains in device memory (`DeviceTrainStep` on a `DeviceBackend`,
+  /// with an optimizer that has device kernels): parameters, gradients and optimizer state
+  /// never leave the devices.
+  template <TrainingLoader Train, SplittableLoader Valid>
+    requires DeviceTrainStep<Model, B, typename Train::batch_type> &&
+             DeviceTrainStep<Model, B, typename Valid::batch_type> && DeviceOptimizer<Optim> &&
+             (!TrainStep<Model, typename Train::batch_type>)
+  FitResult fit(Train train, Valid valid) {
+    return fit_replicas<detail::DeviceReplica<B, Model, Optim>>(std::move(train), std::move(valid));
+  }
+
+ private:
+  /// `fit` with one `Replica` a device.
+  template <class Replica, class Train, class Valid>
+  FitResult fit_replicas(Train train, Valid valid) {
     FitResult result;
     Run<Train, Valid, Replica> run;
     if (options_.resume && !options_.checkpoint_dir.empty() &&
@@ -148,14 +164,7 @@ class Learner {
     return result;
   }
 
- private:
   using Clock = std::chrono::steady_clock;
-
-  /// The replica a device trains: in device memory when the model can, else in host memory.
-  template <class BatchT>
-  using replica_t =
-      typename detail::ReplicaFor<DeviceTrainStep<Model, B, BatchT> && DeviceOptimizer<Optim>, B,
-                                  Model, Optim>::type;
 
   /// What the device threads of one `fit` call share.
   template <class Train, class Valid, class Replica>
