@@ -56,9 +56,11 @@ using stoke::StagingBackend;
 // The data module: datasets, batchers, loaders, order, splitting, state, device prefetch.
 export namespace stoke {
 using stoke::Batch;
+using stoke::BatchFeed;
 using stoke::batch_output_t;
 using stoke::Batcher;
 using stoke::BatchLoader;
+using stoke::BatchRange;
 using stoke::current_sample_context;
 using stoke::DataLoader;
 using stoke::DataLoaderBuilder;

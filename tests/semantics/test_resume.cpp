@@ -140,7 +140,7 @@ TEST(LoaderState, ElasticResumeFromTwoDevicesOntoThreeSeesEverySampleOnce) {
   auto loader = builder().pad().build_batch_loader(IotaDataset{103});
   auto parts = stoke::split(loader, Backend::devices(2));
   std::vector<std::size_t> seen;
-  std::vector<stoke::detail::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
+  std::vector<stoke::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
   for (auto& part : parts) {
     ranges.push_back(part.iter());
     auto it = ranges.back().begin();

@@ -155,11 +155,12 @@ TEST(MultiThreadLoader, DroppingARangeMidEpochThenTheLoaderDoesNotHang) {
 }
 
 TEST(MultiThreadLoader, RangeCanOutliveItsLoader) {
-  auto range = std::make_unique<stoke::detail::BatchRange<
-      stoke::MultiThreadLoader<IotaDataset, ItemsBatcher, Backend>::batch_type>>([] {
-    auto loader = builder().batch_size(5).num_workers(2).build(IotaDataset{50});
-    return loader.iter();
-  }());
+  auto range = std::make_unique<
+      stoke::BatchRange<stoke::MultiThreadLoader<IotaDataset, ItemsBatcher, Backend>::batch_type>>(
+      [] {
+        auto loader = builder().batch_size(5).num_workers(2).build(IotaDataset{50});
+        return loader.iter();
+      }());
   std::size_t items = 0;
   for (auto& batch : *range) items += batch.size();
   EXPECT_EQ(items, 50u);

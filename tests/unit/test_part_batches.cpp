@@ -200,13 +200,23 @@ TEST(WorkerPoolParts, TheWaitingConsumerMakesPartsOfTheStepItNeeds) {
   Pool pool(1, 2);
   std::vector<std::size_t> opened;
   std::mutex opened_mutex;
-  const std::size_t generation = pool.start(
-      3, [](std::size_t step, std::size_t) { return 100 + static_cast<int>(step); },
-      [&](std::size_t step, std::size_t) {
-        const std::lock_guard lock(opened_mutex);
-        opened.push_back(step);
-        return std::make_shared<WaitForConsumer>();
-      });
+  /// Makes steps whole as 100 + step, and opens them as `WaitForConsumer`, recording which.
+  struct Steps : stoke::detail::StepMaker<int> {
+    std::vector<std::size_t>* opened = nullptr;
+    std::mutex* opened_mutex = nullptr;
+    int make(std::size_t step, std::size_t) const override { return 100 + static_cast<int>(step); }
+    [[nodiscard]] bool makes_parts() const noexcept override { return true; }
+    std::shared_ptr<stoke::detail::StepParts<int>> open(std::size_t step,
+                                                        std::size_t) const override {
+      const std::lock_guard lock(*opened_mutex);
+      opened->push_back(step);
+      return std::make_shared<WaitForConsumer>();
+    }
+  };
+  auto steps = std::make_shared<Steps>();
+  steps->opened = &opened;
+  steps->opened_mutex = &opened_mutex;
+  const std::size_t generation = pool.start(3, std::move(steps));
   const auto start = std::chrono::steady_clock::now();
   const std::optional<int> first = pool.take(generation);
   EXPECT_LT(std::chrono::steady_clock::now() - start, patience) << "the consumer did not help";

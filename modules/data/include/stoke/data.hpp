@@ -4,6 +4,7 @@
 
 #include <stoke/data/batch.hpp>
 #include <stoke/data/batch_loader.hpp>
+#include <stoke/data/batch_range.hpp>
 #include <stoke/data/batcher.hpp>
 #include <stoke/data/builder.hpp>
 #include <stoke/data/dataloader.hpp>

@@ -7,7 +7,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -16,6 +15,7 @@
 #include <stoke/core/error.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/data/detail/step_parts.hpp>
+#include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/sample_context.hpp>
 
 namespace stoke::detail {
@@ -26,21 +26,17 @@ namespace stoke::detail {
 template <class Output, class Pending>
 class BatchParts final : public StepParts<Batch<Output>> {
  public:
-  /// Names the thread that runs a part, from the worker number the pool passes.
-  using WorkerName = std::function<std::string(std::size_t worker)>;
-
   /// `where` names the batch (epoch, step, device) in errors; `indices` are its dataset
   /// indices, the last `padding` of them padding; `seed` is the loader's, for the sample
   /// context the batcher sees.
   BatchParts(Pending pending, std::size_t parts, DataErrorContext where, std::uint64_t seed,
-             std::vector<std::size_t> indices, std::size_t padding, WorkerName worker_name)
+             std::vector<std::size_t> indices, std::size_t padding)
       : pending_(std::move(pending)),
         parts_(std::clamp<std::size_t>(parts, 1, std::max<std::size_t>(1, pending_.rows()))),
         where_(std::move(where)),
         seed_(seed),
         indices_(std::move(indices)),
-        padding_(padding),
-        worker_name_(std::move(worker_name)) {}
+        padding_(padding) {}
 
   [[nodiscard]] std::size_t parts() const override { return parts_; }
 
@@ -56,7 +52,7 @@ class BatchParts final : public StepParts<Batch<Output>> {
       DataErrorContext at = where_;
       at.index = first < indices_.size() ? indices_[first] : 0;
       at.stage = "batch";
-      at.worker = worker_name_(worker);
+      at.worker = thread_name(worker);
       throw DataError(std::move(at), current_exception_message());
     }
   }
@@ -73,7 +69,6 @@ class BatchParts final : public StepParts<Batch<Output>> {
   std::uint64_t seed_;
   std::vector<std::size_t> indices_;
   std::size_t padding_;
-  WorkerName worker_name_;
 };
 
 }  // namespace stoke::detail

@@ -1,8 +1,10 @@
 #pragma once
 /// @file
-/// `StepParts`: a step of a `WorkerPool` made in parts on several threads at once.
+/// How a `WorkerPool` makes the steps of one epoch: `StepMaker` makes a step whole or opens
+/// it as `StepParts`, made in parts on several threads at once.
 
 #include <cstddef>
+#include <memory>
 
 namespace stoke::detail {
 
@@ -19,6 +21,26 @@ class StepParts {
   virtual void make_part(std::size_t part, std::size_t worker) = 0;
   /// The value, once every part was made.
   virtual Value finish() = 0;
+};
+
+/// The steps of one epoch of a `WorkerPool`, made on any of its threads.
+template <class Value>
+class StepMaker {
+ public:
+  StepMaker() = default;
+  StepMaker(const StepMaker&) = delete;
+  StepMaker& operator=(const StepMaker&) = delete;
+  virtual ~StepMaker() = default;
+  /// Makes `step` whole; `worker` says which thread runs it.
+  virtual Value make(std::size_t step, std::size_t worker) const = 0;
+  /// Whether `open` makes steps in parts (else the pool makes every step whole).
+  [[nodiscard]] virtual bool makes_parts() const noexcept { return false; }
+  /// Prepares `step` to be made in parts; `worker` says which thread runs it.
+  virtual std::shared_ptr<StepParts<Value>> open(std::size_t step, std::size_t worker) const {
+    (void)step;
+    (void)worker;
+    return nullptr;
+  }
 };
 
 }  // namespace stoke::detail

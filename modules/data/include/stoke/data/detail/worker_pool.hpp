@@ -8,8 +8,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
-#include <functional>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -18,6 +16,7 @@
 #include <vector>
 
 #include <stoke/data/detail/step_parts.hpp>
+#include <stoke/data/detail/thread_names.hpp>
 
 namespace stoke::detail {
 
@@ -32,25 +31,21 @@ namespace stoke::detail {
 /// A consumer that finds its batch not ready yet spins briefly before it sleeps, when recent
 /// waits were short (small batches): a sleep and a wake-up cost more than such a wait.
 ///
-/// Given an `Opener`, the step the consumer needs next (the head), when a worker claims it
-/// while nothing is buffered (the start of an epoch, or after a stall), is made in parts
+/// When the epoch's `StepMaker` makes parts, the step the consumer needs next (the head), when a
+/// worker claims it while nothing is buffered (the start of an epoch, or after a stall), is made in
+/// parts
 /// (`StepParts`) to reach the consumer sooner:
 /// - the workers and the waiting consumer take parts until none are left, at most one
 ///   thread per processor at once; the other workers wait rather than start later steps;
 /// - whoever makes the last part finishes the step. A consumer that does has its value
 ///   without a wake-up; a worker that does, while the consumer sleeps, waits (briefly) for
 ///   the consumer to take it before it goes on, leaving it a processor.
-/// Other steps are made whole by `Producer`.
+/// Other steps are made whole by `StepMaker::make`.
 template <class Value>
 class WorkerPool {
  public:
-  /// Makes the value of `step`; `worker` says which thread runs it.
-  using Producer = std::function<Value(std::size_t step, std::size_t worker)>;
-  /// Prepares `step` to be made in parts; `worker` says which thread runs it.
-  using Opener =
-      std::function<std::shared_ptr<StepParts<Value>>(std::size_t step, std::size_t worker)>;
   /// The `worker` argument of a part the consumer makes in its own thread.
-  static constexpr std::size_t consumer = std::numeric_limits<std::size_t>::max();
+  static constexpr std::size_t consumer = consumer_thread;
 
   /// Spawns `workers` threads (at least one) with a window of `depth` (at least one) steps.
   WorkerPool(std::size_t workers, std::size_t depth) : slots_(depth == 0 ? 1 : depth) {
@@ -72,22 +67,22 @@ class WorkerPool {
     for (auto& thread : threads_) thread.join();
   }
 
-  /// Starts an epoch of `num_steps` steps made by `producer` (and, when the consumer waits
-  /// with nothing buffered, in parts opened by `opener` if it is given); returns its
-  /// generation. An epoch still running is abandoned.
-  std::size_t start(std::size_t num_steps, Producer producer, Opener opener = {}) {
+  /// Starts an epoch of `num_steps` steps made by `maker` (in parts, when it makes parts and
+  /// the consumer waits with nothing buffered); returns its generation. An epoch still
+  /// running is abandoned.
+  std::size_t start(std::size_t num_steps, std::shared_ptr<const StepMaker<Value>> maker) {
     std::size_t generation = 0;
     {
       std::lock_guard lock(mutex_);
       generation = ++generation_;
-      producer_ = std::make_shared<const Producer>(std::move(producer));
-      opener_ = opener ? std::make_shared<const Opener>(std::move(opener)) : nullptr;
+      maker_ = std::move(maker);
       num_steps_ = num_steps;
       next_claim_ = 0;
       next_take_ = 0;
       open_.reset();
       opening_ = false;
-      if (opener_) spin_budget_ = max_spin;  // the first step is opened in microseconds
+      if (maker_->makes_parts())
+        spin_budget_ = max_spin;  // the first step is opened in microseconds
       for (auto& slot : slots_) slot.reset();
       publish();
     }
@@ -137,8 +132,7 @@ class WorkerPool {
       if (generation != generation_) return;
       ++generation_;
       num_steps_ = 0;
-      producer_.reset();
-      opener_.reset();
+      maker_.reset();
       open_.reset();
       opening_ = false;
       for (auto& slot : slots_) slot.reset();
@@ -267,12 +261,12 @@ class WorkerPool {
   /// Opens the head `step` of epoch `generation` for parts (`lock` held on entry and on
   /// return, `opening_` set by the caller).
   void open_step(std::unique_lock<std::mutex>& lock, std::size_t step, std::size_t generation,
-                 const std::shared_ptr<const Opener>& opener, std::size_t worker) {
+                 const std::shared_ptr<const StepMaker<Value>>& maker, std::size_t worker) {
     lock.unlock();
     std::shared_ptr<StepParts<Value>> parts;
     Result failed;
     try {
-      parts = (*opener)(step, worker);
+      parts = maker->open(step, worker);
     } catch (...) {
       failed.error = std::current_exception();
     }
@@ -306,17 +300,16 @@ class WorkerPool {
       }
       const std::size_t step = next_claim_++;
       const std::size_t generation = generation_;
-      if (opener_ && step == next_take_) {
+      const std::shared_ptr<const StepMaker<Value>> maker = maker_;
+      if (maker->makes_parts() && step == next_take_) {
         opening_ = true;  // the others wait for its parts rather than claim later steps
-        const std::shared_ptr<const Opener> opener = opener_;
-        open_step(lock, step, generation, opener, id);
+        open_step(lock, step, generation, maker, id);
         continue;
       }
-      const std::shared_ptr<const Producer> producer = producer_;
       lock.unlock();
       Result result;
       try {
-        result.value.emplace((*producer)(step, id));
+        result.value.emplace(maker->make(step, id));
       } catch (...) {
         result.error = std::current_exception();
       }
@@ -331,11 +324,10 @@ class WorkerPool {
   std::condition_variable taken_;  ///< the consumer took a step
   std::vector<std::optional<Result>> slots_;
   std::vector<std::thread> threads_;
-  std::shared_ptr<const Producer> producer_;
-  std::shared_ptr<const Opener> opener_;  ///< null: every step is made whole
-  std::shared_ptr<OpenStep> open_;        ///< the head step while it is made in parts
-  bool opening_ = false;                  ///< a worker is opening the head step
-  bool consumer_waiting_ = false;         ///< the consumer waits in `take`
+  std::shared_ptr<const StepMaker<Value>> maker_;  ///< makes the current epoch's steps
+  std::shared_ptr<OpenStep> open_;                 ///< the head step while it is made in parts
+  bool opening_ = false;                           ///< a worker is opening the head step
+  bool consumer_waiting_ = false;                  ///< the consumer waits in `take`
   /// The most threads that make parts of the open step at once: one per processor.
   std::size_t max_part_makers_ = std::max(1U, std::thread::hardware_concurrency());
   std::size_t generation_ = 0;
