@@ -161,7 +161,7 @@ TEST(Properties, FiveHundredRandomShapesKeepEveryGuarantee) {
     const std::size_t which = rng() % parts.size();
     auto threaded = builder(shape)
                         .num_workers(shape.workers)
-                        .prefetch(1 + rng() % 4)
+                        .queue_depth(1 + rng() % 4)
                         .build(IotaDataset{shape.size});
     auto threaded_parts =
         stoke::split(stoke::rank_part(threaded, which / shape.devices, shape.ranks),

@@ -179,7 +179,7 @@ TEST(BatchLoader, BatchLargerThanDatasetGivesOneBatch) {
 
 TEST(Builder, RejectsZeroBatchSizeAndZeroPrefetch) {
   EXPECT_THROW(builder().batch_size(0), std::invalid_argument);
-  EXPECT_THROW(builder().prefetch(0), std::invalid_argument);
+  EXPECT_THROW(builder().queue_depth(0), std::invalid_argument);
 }
 
 }  // namespace

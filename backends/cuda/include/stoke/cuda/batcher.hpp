@@ -81,7 +81,7 @@ struct ImageBatch {
 /// are gathered into a pinned staging buffer, copied to the device, and turned into floats
 /// `(b / 255 - mean) / std` by a kernel on the device's copy stream, so four times fewer
 /// bytes cross the bus than for a host-normalised batch. The values equal
-/// `cpu::ClassificationBatcher`'s, which refuses the same inputs with the same `InputError`s.
+/// `cpu::ImageBatcher`'s, which refuses the same inputs with the same `InputError`s.
 /// Copies share the per-device stagers; thread-safe.
 class ImageBatcher {
  public:

@@ -83,7 +83,7 @@ class ImageBatcherResources {
 /// cross to the device than for a host-normalised batch. `batch` returns once the work is
 /// submitted; the batch's `ready` fence signals when it is done.
 ///
-/// It refuses what `cpu::ClassificationBatcher` refuses, with the same `InputError`s: images
+/// It refuses what `cpu::ImageBatcher` refuses, with the same `InputError`s: images
 /// of a different pixel count than the first, labels above `INT32_MAX`, a `std` that is zero
 /// or not finite. Copies share the per-device stagers and pipelines; thread-safe.
 class ImageBatcher {

@@ -21,8 +21,8 @@ namespace stoke {
 /// - Persistent: the threads serve every later epoch, and are joined when the loader and
 ///   its last range are dropped (a worker busy with a batch finishes that batch first).
 /// - Ordered: batches arrive in step order, identical to `BatchLoader`'s for any number of
-///   workers; at most `options().prefetch` batches wait ahead of the consumer.
-/// - Quick to start: with a `PartBatcher`, the batch the consumer waits for with nothing
+///   workers; at most `options().queue_depth` batches wait ahead of the consumer.
+/// - Quick to start: with a `ChunkedBatcher`, the batch the consumer waits for with nothing
 ///   buffered (the first of an epoch) is filled by the workers and the consumer together.
 /// - Errors reach the consumer: a failed `get` or `batch` is rethrown by the iterator as a
 ///   `DataError` naming the dataset index, the worker and the device.
@@ -55,11 +55,11 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
   [[nodiscard]] BatchRange<batch_type> iter() {
     if (this->options().num_workers == 0) return this->iter_in_caller();
     if (!pool_) {
-      pool_ = std::make_shared<Pool>(this->options().num_workers, this->options().prefetch);
+      pool_ = std::make_shared<Pool>(this->options().num_workers, this->options().queue_depth);
     }
-    // A few parts per thread that can fill them (the workers and the consumer), so that a
-    // thread descheduled in the middle of a part holds back little of the batch.
-    auto batches = this->begin_epoch(parts_per_thread * (pool_->size() + 1));
+    // A few chunks per thread that can fill them (the workers and the consumer), so that a
+    // thread descheduled in the middle of a chunk holds back little of the batch.
+    auto batches = this->begin_epoch(chunks_per_thread * (pool_->size() + 1));
     const std::size_t generation = pool_->start(batches->num_batches(), std::move(batches));
     return BatchRange<batch_type>(std::make_unique<PoolFeed>(pool_, generation, this->progress()));
   }
@@ -68,8 +68,8 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
   [[nodiscard]] bool workers_started() const noexcept { return pool_ != nullptr; }
 
  private:
-  /// Row ranges a batch made in parts is cut into, per thread that fills them.
-  static constexpr std::size_t parts_per_thread = 4;
+  /// Chunks (row ranges) a batch made in chunks is cut into, per thread that fills them.
+  static constexpr std::size_t chunks_per_thread = 4;
 
   /// Takes the epoch's batches from the workers in order; cancels the rest when dropped.
   class PoolFeed final : public detail::LoaderFeed<batch_type> {

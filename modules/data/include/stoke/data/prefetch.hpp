@@ -28,7 +28,7 @@
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/multithread_loader.hpp>
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke {
@@ -73,8 +73,11 @@ std::span<const std::byte> bytes_of_range(const R& range) {
 }
 }  // namespace detail
 
-/// Host data the default upload understands: a contiguous range of trivially copyable values
-/// (`std::vector<float>`), or an object whose `values()` views one it owns (`cpu::Tensor`).
+/// Host bytes: host data the default upload understands.
+///
+/// Requirements, one of:
+/// 1. `T` is a contiguous, sized range of trivially copyable values (`std::vector<float>`);
+/// 2. `t.values()` is such a range, viewing values `t` owns (`cpu::Tensor`).
 template <class T>
 concept HostBytes = detail::TrivialContiguous<T> || requires(const T& data) {
   { data.values() } -> detail::TrivialContiguous;
@@ -396,7 +399,7 @@ class PrefetchLoader {
   }
   /// Prefetching over part `index` of `count` of the inner loader (see `split`).
   [[nodiscard]] PrefetchLoader part(std::size_t count, std::size_t index) const
-    requires SplittableLoader<L>
+    requires SplitSource<L>
   {
     return PrefetchLoader(inner_->part(count, index), depth_, stage_);
   }

@@ -19,11 +19,11 @@
 #include <stoke/data/batcher.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/any_epoch_order.hpp>
-#include <stoke/data/detail/batch_parts.hpp>
+#include <stoke/data/detail/batch_chunks.hpp>
 #include <stoke/data/detail/loader_source.hpp>
-#include <stoke/data/detail/step_parts.hpp>
+#include <stoke/data/detail/step_chunks.hpp>
 #include <stoke/data/detail/thread_names.hpp>
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/sample_context.hpp>
 
 namespace stoke::detail {
@@ -39,16 +39,16 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   using device_type = device_t<B>;                            ///< where batches go
 
   /// Epoch `layout.epoch` of a loader with `plan` over `source`, for `device`. With a
-  /// `PartBatcher` and `max_parts > 0`, the pool may open steps in up to `max_parts` parts.
+  /// `ChunkedBatcher` and `max_chunks > 0`, the pool may open steps in up to `max_chunks` chunks.
   EpochBatches(std::shared_ptr<const LoaderSource<S, T>> source, device_type device,
-               std::uint64_t seed, Plan plan, EpochLayout layout, std::size_t max_parts = 0)
+               std::uint64_t seed, EpochPlan plan, EpochLayout layout, std::size_t max_chunks = 0)
       : source_(std::move(source)),
         device_(std::move(device)),
         seed_(seed),
         plan_(std::move(plan)),
         layout_(std::move(layout)),
         order_(source_->order(layout_.epoch)),
-        max_parts_(max_parts) {}
+        max_chunks_(max_chunks) {}
 
   /// Batches in the epoch.
   [[nodiscard]] std::size_t num_batches() const noexcept { return layout_.num_batches; }
@@ -67,21 +67,21 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
     }
   }
 
-  [[nodiscard]] bool makes_parts() const noexcept override {
-    return PartBatcher<T, B, item_type> && max_parts_ > 0;
+  [[nodiscard]] bool makes_chunks() const noexcept override {
+    return ChunkedBatcher<T, B, item_type> && max_chunks_ > 0;
   }
 
-  /// Reads batch `step` and lets the `PartBatcher` allocate it, on thread `thread`; its row
+  /// Reads batch `step` and lets the `ChunkedBatcher` allocate it, on thread `thread`; its row
   /// ranges are then filled on any threads.
-  std::shared_ptr<StepParts<batch_type>> open(std::size_t step, std::size_t thread) const override {
-    if constexpr (PartBatcher<T, B, item_type>) {
+  std::shared_ptr<StepChunks<batch_type>> open(std::size_t step, std::size_t thread) const override {
+    if constexpr (ChunkedBatcher<T, B, item_type>) {
       StepItems read = read_step(step, thread);
       const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
       const SampleContextScope scope(context);
       using Pending = decltype(source_->batcher().begin_batch(std::move(read.items), device_));
       try {
-        return std::make_shared<BatchParts<batch_output_t<T, B, item_type>, Pending>>(
-            source_->batcher().begin_batch(std::move(read.items), device_), max_parts_,
+        return std::make_shared<BatchChunks<batch_output_t<T, B, item_type>, Pending>>(
+            source_->batcher().begin_batch(std::move(read.items), device_), max_chunks_,
             DataErrorContext{layout_.epoch, step, 0, "batch", thread_name(thread),
                              device_name(device_)},
             seed_, std::move(read.indices), read.padding);
@@ -149,10 +149,10 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   std::shared_ptr<const LoaderSource<S, T>> source_;
   device_type device_;
   std::uint64_t seed_;
-  Plan plan_;
+  EpochPlan plan_;
   EpochLayout layout_;
   AnyEpochOrder order_;
-  std::size_t max_parts_;
+  std::size_t max_chunks_;
 };
 
 }  // namespace stoke::detail

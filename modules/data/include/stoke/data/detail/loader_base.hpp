@@ -20,7 +20,7 @@
 #include <stoke/data/detail/loader_source.hpp>
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/options.hpp>
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke::detail {
@@ -72,7 +72,7 @@ class LoaderBase {
   /// The loader's settings.
   [[nodiscard]] const LoaderOptions& options() const noexcept { return options_; }
   /// Which positions each epoch reads.
-  [[nodiscard]] const Plan& plan() const noexcept { return plan_; }
+  [[nodiscard]] const EpochPlan& plan() const noexcept { return plan_; }
   /// The dataset.
   [[nodiscard]] const S& dataset() const noexcept { return source_->dataset(); }
 
@@ -110,11 +110,11 @@ class LoaderBase {
 
  protected:
   /// Begins the next epoch (advancing the epoch counter, resetting the progress): its
-  /// batches, to be made on any thread, in steps of up to `max_parts` parts if the batcher
-  /// fills batches in parts.
-  std::shared_ptr<const EpochBatches<S, T, B>> begin_epoch(std::size_t max_parts = 0) {
+  /// batches, to be made on any thread, in up to `max_chunks` chunks each if the batcher
+  /// fills batches in chunks.
+  std::shared_ptr<const EpochBatches<S, T, B>> begin_epoch(std::size_t max_chunks = 0) {
     return std::make_shared<const EpochBatches<S, T, B>>(source_, device_, options_.seed, plan_,
-                                                         position_.begin_epoch(plan_), max_parts);
+                                                         position_.begin_epoch(plan_), max_chunks);
   }
 
   /// The progress the feed of the current epoch counts in.
@@ -150,7 +150,7 @@ class LoaderBase {
   std::shared_ptr<const LoaderSource<S, T>> source_;
   device_type device_;
   LoaderOptions options_;
-  Plan plan_;
+  EpochPlan plan_;
   LoaderPosition position_;
 };
 

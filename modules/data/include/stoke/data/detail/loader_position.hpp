@@ -15,7 +15,7 @@
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/detail/epoch_ledger.hpp>
 #include <stoke/data/options.hpp>
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke::detail {
@@ -89,7 +89,7 @@ class LoaderPosition {
 
   /// Begins the next epoch of `plan`: refuses an epoch the ledger already saw, advances the
   /// epoch and resets the progress. Returns the epoch's layout.
-  EpochLayout begin_epoch(const Plan& plan) {
+  EpochLayout begin_epoch(const EpochPlan& plan) {
     // A chosen epoch starts a new line of epochs: this loader (and its later copies) go on
     // from there, apart from what its source did.
     if (std::exchange(epoch_chosen_, false)) detach();
@@ -108,7 +108,7 @@ class LoaderPosition {
   [[nodiscard]] const std::shared_ptr<Progress>& progress() const noexcept { return progress_; }
 
   /// {seed, epoch, positions of the epoch consumed by all parts of `plan`'s split together}.
-  [[nodiscard]] LoaderState state(const Plan& plan, const LoaderOptions& options) const {
+  [[nodiscard]] LoaderState state(const EpochPlan& plan, const LoaderOptions& options) const {
     if (plan.has_slices()) {
       throw std::logic_error(
           "stoke: state() is defined for a loader and its split parts, not for a slice");
@@ -130,7 +130,7 @@ class LoaderPosition {
 
   /// Resumes from `state`: the next epoch is the rest of `state.epoch`, split over `plan`'s
   /// parts. A state of another dataset size, seed or order is refused naming the mismatch.
-  void restore(const LoaderState& state, Plan& plan, const LoaderOptions& options) {
+  void restore(const LoaderState& state, EpochPlan& plan, const LoaderOptions& options) {
     const auto mismatch = [](const char* what, auto saved, auto here) {
       throw InputError(std::string("stoke: cannot restore loader state: it was saved with ") +
                        what + " " + std::to_string(saved) + ", this loader has " +

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `Plan`: which positions of each epoch one loader reads. A loader's positions are the
+/// `EpochPlan`: which positions of each epoch one loader reads. A loader's positions are the
 /// epoch order, narrowed by slices and parts (interleaved splits), batched, with the
 /// remainder dropped, padded or kept as a partial batch. One rule serves every level:
 /// ranks, devices and workers all take batch-aligned parts of the same sequence.
@@ -26,13 +26,13 @@ enum class Remainder {
 };
 
 /// Positions `[begin, end)` of the parent sequence.
-struct SliceStep {
+struct PositionSlice {
   std::size_t begin = 0;
   std::size_t end = 0;
 };
 
 /// Every `count`-th batch of the parent sequence, starting with batch `index`.
-struct PartStep {
+struct SplitPart {
   std::size_t count = 1;
   std::size_t index = 0;
 };
@@ -46,16 +46,16 @@ struct EpochLayout {
   std::size_t padding = 0;          ///< items this loader yields that repeat other positions
   std::size_t dropped = 0;          ///< positions no part of the split reads this epoch
   std::size_t pad_from = 0;         ///< first padded position (padding is always a suffix)
-  std::size_t sequence_length = 0;  ///< positions after all steps, before batching
-  std::vector<std::size_t> parent_lengths;  ///< length of the parent of each step
-  std::vector<std::size_t> slice_begins;    ///< clamped begin of each slice step (0 for parts)
+  std::size_t sequence_length = 0;  ///< positions after all narrowings, before batching
+  std::vector<std::size_t> parent_lengths;  ///< length of the parent of each narrowing
+  std::vector<std::size_t> slice_begins;    ///< clamped begin of each slice narrowing (0 for parts)
 };
 
 /// Which positions of every epoch a loader reads; a small value copied into each slice.
-class Plan {
+class EpochPlan {
  public:
   /// A plan over `dataset_size` positions in batches of `batch_size`.
-  Plan(std::size_t dataset_size, std::size_t batch_size, Remainder remainder)
+  EpochPlan(std::size_t dataset_size, std::size_t batch_size, Remainder remainder)
       : dataset_size_(dataset_size), batch_size_(batch_size), remainder_(remainder) {
     if (batch_size == 0) throw std::invalid_argument("stoke: batch size must be at least 1");
   }
@@ -66,7 +66,7 @@ class Plan {
       throw std::invalid_argument("stoke: slice(" + std::to_string(begin) + ", " +
                                   std::to_string(end) + ") has end before begin");
     }
-    steps_.emplace_back(SliceStep{begin, end});
+    narrowings_.emplace_back(PositionSlice{begin, end});
   }
 
   /// Narrows to every `count`-th batch starting at `index`; two parts in a row merge into one,
@@ -81,8 +81,8 @@ class Plan {
           "stoke: splitting needs Remainder::drop or Remainder::pad, so that every part runs "
           "the same number of batches (the loader was built with Remainder::partial)");
     }
-    if (!steps_.empty()) {
-      if (auto* last = std::get_if<PartStep>(&steps_.back())) {
+    if (!narrowings_.empty()) {
+      if (auto* last = std::get_if<SplitPart>(&narrowings_.back())) {
         // Part `index` of `count` of part `last->index` of `last->count`: batch t of the result
         // is parent batch (t * count + index) * last->count + last->index.
         last->index += last->count * index;
@@ -90,7 +90,7 @@ class Plan {
         return;
       }
     }
-    steps_.emplace_back(PartStep{count, index});
+    narrowings_.emplace_back(SplitPart{count, index});
   }
 
   /// In `epoch`, start the epoch's sequence at `offset` (the positions before it were consumed).
@@ -102,19 +102,19 @@ class Plan {
   [[nodiscard]] std::size_t dataset_size() const noexcept { return dataset_size_; }
   [[nodiscard]] std::size_t batch_size() const noexcept { return batch_size_; }
   [[nodiscard]] Remainder remainder() const noexcept { return remainder_; }
-  /// The product of the counts of all part steps: how many loaders share the sequence.
+  /// The product of the counts of all part narrowings: how many loaders share the sequence.
   [[nodiscard]] std::size_t part_count() const noexcept {
     std::size_t parts = 1;
-    for (const auto& step : steps_) {
-      if (const auto* part = std::get_if<PartStep>(&step)) parts *= part->count;
+    for (const auto& narrowing : narrowings_) {
+      if (const auto* part = std::get_if<SplitPart>(&narrowing)) parts *= part->count;
     }
     return parts;
   }
 
-  /// Whether any step is a slice (a slice has no place in the epoch-wide count of a state).
+  /// Whether any narrowing is a slice (a slice has no place in the epoch-wide count of a state).
   [[nodiscard]] bool has_slices() const noexcept {
-    for (const auto& step : steps_) {
-      if (std::holds_alternative<SliceStep>(step)) return true;
+    for (const auto& narrowing : narrowings_) {
+      if (std::holds_alternative<PositionSlice>(narrowing)) return true;
     }
     return false;
   }
@@ -127,16 +127,16 @@ class Plan {
     std::size_t length = dataset_size_ - out.offset;
     std::size_t pad_from = length;
     const std::size_t b = batch_size_;
-    for (const auto& step : steps_) {
+    for (const auto& narrowing : narrowings_) {
       out.parent_lengths.push_back(length);
-      if (const auto* slice = std::get_if<SliceStep>(&step)) {
+      if (const auto* slice = std::get_if<PositionSlice>(&narrowing)) {
         const std::size_t begin = std::min(slice->begin, length);
         const std::size_t end = std::min(slice->end, length);
         out.slice_begins.push_back(begin);
         length = end - begin;
         pad_from = std::clamp(pad_from, begin, end) - begin;
       } else {
-        const auto& part = std::get<PartStep>(step);
+        const auto& part = std::get<SplitPart>(narrowing);
         out.slice_begins.push_back(0);
         const std::size_t round = b * part.count;
         const std::size_t rounds =
@@ -160,12 +160,12 @@ class Plan {
     const std::size_t b = batch_size_;
     // The final level pads by wrapping around within its own sequence.
     if (q >= layout.sequence_length && layout.sequence_length > 0) q %= layout.sequence_length;
-    for (std::size_t k = steps_.size(); k-- > 0;) {
+    for (std::size_t k = narrowings_.size(); k-- > 0;) {
       const std::size_t parent_length = layout.parent_lengths[k];
-      if (std::holds_alternative<SliceStep>(steps_[k])) {
+      if (std::holds_alternative<PositionSlice>(narrowings_[k])) {
         q += layout.slice_begins[k];
       } else {
-        const auto& part = std::get<PartStep>(steps_[k]);
+        const auto& part = std::get<SplitPart>(narrowings_[k]);
         q = ((q / b) * part.count + part.index) * b + q % b;
         if (q >= parent_length && parent_length > 0) q %= parent_length;
       }
@@ -174,10 +174,10 @@ class Plan {
   }
 
   /// `out[i] = locate(layout, first + i)` for every `i`; a plain loader's positions are
-  /// consecutive, so it fills them without mapping each one through the steps.
+  /// consecutive, so it fills them without mapping each one through the narrowings.
   void locate(const EpochLayout& layout, std::size_t first,
               std::span<std::size_t> out) const noexcept {
-    if (steps_.empty() && first + out.size() <= layout.sequence_length) {
+    if (narrowings_.empty() && first + out.size() <= layout.sequence_length) {
       std::iota(out.begin(), out.end(), layout.offset + first);
       return;
     }
@@ -186,7 +186,7 @@ class Plan {
 
  private:
   /// The first position of a part that maps into the parent's padding (or past its end).
-  [[nodiscard]] std::size_t first_padded_in_part(std::size_t parent_pad_from, const PartStep& part,
+  [[nodiscard]] std::size_t first_padded_in_part(std::size_t parent_pad_from, const SplitPart& part,
                                                  std::size_t rounds) const noexcept {
     const std::size_t b = batch_size_;
     const std::size_t full = parent_pad_from / b;  // parent batches with no padding
@@ -200,7 +200,7 @@ class Plan {
   std::size_t dataset_size_;
   std::size_t batch_size_;
   Remainder remainder_;
-  std::vector<std::variant<SliceStep, PartStep>> steps_;
+  std::vector<std::variant<PositionSlice, SplitPart>> narrowings_;
   std::size_t resume_epoch_ = std::numeric_limits<std::size_t>::max();
   std::size_t resume_offset_ = 0;
 };
