@@ -37,18 +37,25 @@ struct SplitPart {
   std::size_t index = 0;
 };
 
-/// The shape of one epoch of one loader.
-struct EpochLayout {
-  std::size_t epoch = 0;            ///< which epoch
-  std::size_t offset = 0;           ///< positions of the epoch skipped because they were consumed
-  std::size_t length = 0;           ///< positions this loader reads, padding included
-  std::size_t num_batches = 0;      ///< batches this loader yields
-  std::size_t padding = 0;          ///< items this loader yields that repeat other positions
-  std::size_t dropped = 0;          ///< positions no part of the split reads this epoch
-  std::size_t pad_from = 0;         ///< first padded position (padding is always a suffix)
-  std::size_t sequence_length = 0;  ///< positions after all narrowings, before batching
+namespace detail {
+/// How `EpochPlan::locate` maps a loader's positions back through its narrowings.
+struct NarrowingTrace {
+  std::size_t sequence_length = 0;          ///< positions after all narrowings, before batching
   std::vector<std::size_t> parent_lengths;  ///< length of the parent of each narrowing
-  std::vector<std::size_t> slice_begins;    ///< clamped begin of each slice narrowing (0 for parts)
+  std::vector<std::size_t> slice_begins;    ///< clamped begin of each slice (0 for parts)
+};
+}  // namespace detail
+
+/// The shape of one epoch of one loader: what `loader.layout(epoch)` reports.
+struct EpochLayout {
+  std::size_t epoch = 0;         ///< which epoch
+  std::size_t offset = 0;        ///< positions of the epoch skipped because they were consumed
+  std::size_t length = 0;        ///< positions this loader reads, padding included
+  std::size_t num_batches = 0;   ///< batches this loader yields
+  std::size_t padding = 0;       ///< items this loader yields that repeat other positions
+  std::size_t dropped = 0;       ///< positions no part of the split reads this epoch
+  std::size_t pad_from = 0;      ///< first padded position (padding is always a suffix)
+  detail::NarrowingTrace trace;  ///< internal: how the plan locates this loader's positions
 };
 
 /// Which positions of every epoch a loader reads; a small value copied into each slice.
@@ -128,16 +135,16 @@ class EpochPlan {
     std::size_t pad_from = length;
     const std::size_t b = batch_size_;
     for (const auto& narrowing : narrowings_) {
-      out.parent_lengths.push_back(length);
+      out.trace.parent_lengths.push_back(length);
       if (const auto* slice = std::get_if<PositionSlice>(&narrowing)) {
         const std::size_t begin = std::min(slice->begin, length);
         const std::size_t end = std::min(slice->end, length);
-        out.slice_begins.push_back(begin);
+        out.trace.slice_begins.push_back(begin);
         length = end - begin;
         pad_from = std::clamp(pad_from, begin, end) - begin;
       } else {
         const auto& part = std::get<SplitPart>(narrowing);
-        out.slice_begins.push_back(0);
+        out.trace.slice_begins.push_back(0);
         const std::size_t round = b * part.count;
         const std::size_t rounds =
             remainder_ == Remainder::drop ? length / round : (length + round - 1) / round;
@@ -148,7 +155,7 @@ class EpochPlan {
     }
     out.num_batches = remainder_ == Remainder::drop ? length / b : (length + b - 1) / b;
     if (remainder_ == Remainder::drop) out.dropped += length - out.num_batches * b;
-    out.sequence_length = length;
+    out.trace.sequence_length = length;
     out.length = remainder_ == Remainder::partial ? length : out.num_batches * b;
     out.pad_from = std::min(pad_from, out.length);
     out.padding = out.length - out.pad_from;
@@ -159,11 +166,12 @@ class EpochPlan {
   [[nodiscard]] std::size_t locate(const EpochLayout& layout, std::size_t q) const noexcept {
     const std::size_t b = batch_size_;
     // The final level pads by wrapping around within its own sequence.
-    if (q >= layout.sequence_length && layout.sequence_length > 0) q %= layout.sequence_length;
+    if (q >= layout.trace.sequence_length && layout.trace.sequence_length > 0)
+      q %= layout.trace.sequence_length;
     for (std::size_t k = narrowings_.size(); k-- > 0;) {
-      const std::size_t parent_length = layout.parent_lengths[k];
+      const std::size_t parent_length = layout.trace.parent_lengths[k];
       if (std::holds_alternative<PositionSlice>(narrowings_[k])) {
-        q += layout.slice_begins[k];
+        q += layout.trace.slice_begins[k];
       } else {
         const auto& part = std::get<SplitPart>(narrowings_[k]);
         q = ((q / b) * part.count + part.index) * b + q % b;
@@ -177,7 +185,7 @@ class EpochPlan {
   /// consecutive, so it fills them without mapping each one through the narrowings.
   void locate(const EpochLayout& layout, std::size_t first,
               std::span<std::size_t> out) const noexcept {
-    if (narrowings_.empty() && first + out.size() <= layout.sequence_length) {
+    if (narrowings_.empty() && first + out.size() <= layout.trace.sequence_length) {
       std::iota(out.begin(), out.end(), layout.offset + first);
       return;
     }

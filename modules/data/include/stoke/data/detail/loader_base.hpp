@@ -55,6 +55,10 @@ class LoaderBase {
   [[nodiscard]] std::size_t num_items() const { return plan_.layout(epoch()).length; }
   /// Batches the next epoch yields.
   [[nodiscard]] std::size_t num_batches() const { return plan_.layout(epoch()).num_batches; }
+  /// Items the next epoch yields that repeat other positions (padding, `Remainder::pad`).
+  [[nodiscard]] std::size_t num_padded() const { return plan_.layout(epoch()).padding; }
+  /// Samples no part of the split reads in the next epoch (`Remainder::drop`).
+  [[nodiscard]] std::size_t num_dropped() const { return plan_.layout(epoch()).dropped; }
   /// The shape of `epoch` for this loader: batches, padding, dropped samples.
   [[nodiscard]] EpochLayout layout(std::size_t epoch) const { return plan_.layout(epoch); }
 
