@@ -14,8 +14,8 @@
 #include <stoke/core/error.hpp>
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/detail/epoch_ledger.hpp>
-#include <stoke/data/options.hpp>
 #include <stoke/data/epoch_plan.hpp>
+#include <stoke/data/options.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke::detail {
@@ -114,7 +114,8 @@ class LoaderPosition {
           "stoke: state() is defined for a loader and its split parts, not for a slice");
     }
     LoaderState state{options.seed,        next_epoch_,     0,
-                      plan.dataset_size(), options.shuffle, options.shard_aware};
+                      plan.dataset_size(), options.shuffle, options.shard_aware,
+                      options.remainder};
     const std::lock_guard lock(progress_->mutex);
     if (!progress_->active || progress_->delivered >= progress_->num_batches) {
       state.consumed = plan.layout(next_epoch_).offset;
@@ -144,6 +145,12 @@ class LoaderPosition {
       mismatch("shard_aware", state.shard_aware, options.shard_aware);
     }
     if (state.seed != options.seed) mismatch("seed", state.seed, options.seed);
+    if (state.remainder != options.remainder) {
+      throw InputError(std::string("stoke: cannot restore loader state: it was saved with "
+                                   "remainder ") +
+                       std::string(remainder_name(state.remainder)) + ", this loader has " +
+                       std::string(remainder_name(options.remainder)));
+    }
     if (state.consumed > state.dataset_size) {
       mismatch("consumed positions beyond the dataset size", state.consumed, state.dataset_size);
     }
