@@ -60,7 +60,9 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
     // A few chunks per thread that can fill them (the workers and the consumer), so that a
     // thread descheduled in the middle of a chunk holds back little of the batch.
     auto batches = this->begin_epoch(chunks_per_thread * (pool_->size() + 1));
-    const std::size_t generation = pool_->start(batches->num_batches(), std::move(batches));
+    // Read before the move: argument evaluation order is unspecified (gcc moves first).
+    const std::size_t num_batches = batches->num_batches();
+    const std::size_t generation = pool_->start(num_batches, std::move(batches));
     return BatchRange<batch_type>(std::make_unique<PoolFeed>(pool_, generation, this->progress()));
   }
 
