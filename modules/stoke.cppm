@@ -16,6 +16,7 @@
 // --8<-- [start:wrapper]
 module;
 
+#include <stoke/cpu/eigen.hpp>
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
 
@@ -142,8 +143,10 @@ using stoke::cpu::BufferPool;
 using stoke::cpu::ClassificationBatch;
 using stoke::cpu::ImageBatcher;
 using stoke::cpu::Device;
+using stoke::cpu::EigenMatrix;
 using stoke::cpu::HostBuffer;
 using stoke::cpu::LabeledImage;
+using stoke::cpu::matrix;
 using stoke::cpu::PendingClassification;
 using stoke::cpu::PendingStack;
 using stoke::cpu::SharedMemoryCollective;

@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
           reports[d].batches += 1;
           reports[d].items += batch.real_size();
           reports[d].padding += batch.padding;
-          reports[d].checksum += batch.data.matrix().sum();
+          for (const float value : batch.data.values()) reports[d].checksum += value;
         }
       }
     });

@@ -8,6 +8,7 @@
 #include <unordered_set>
 #include <vector>
 
+#include <stoke/cpu/eigen.hpp>
 #include <stoke/stoke.hpp>
 
 namespace {
@@ -33,7 +34,7 @@ TEST(CpuTensor, MatrixViewSharesMemory) {
   EXPECT_EQ(tensor.size(), 12u);
   EXPECT_EQ(tensor.rows(), 2u);
   EXPECT_EQ(tensor.row_size(), 6u);
-  auto matrix = tensor.matrix();
+  auto matrix = stoke::cpu::matrix(tensor);
   EXPECT_EQ(matrix.data(), tensor.values().data());
   matrix(1, 4) = 5.0f;
   EXPECT_EQ(tensor.values()[10], 5.0f);
@@ -80,7 +81,7 @@ TEST(StackBatcher, WorksAsTheBatcherOfALoader) {
   std::vector<std::size_t> rows;
   for (auto& batch : loader.iter()) {
     rows.push_back(batch.data.rows());
-    EXPECT_EQ(batch.data.matrix()(0, 1), 10.0f * batch.data.matrix()(0, 0));
+    EXPECT_EQ(stoke::cpu::matrix(batch.data)(0, 1), 10.0f * stoke::cpu::matrix(batch.data)(0, 0));
   }
   EXPECT_EQ(rows, (std::vector<std::size_t>{4, 2}));
 }

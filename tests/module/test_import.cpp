@@ -292,7 +292,7 @@ void data(const std::filesystem::path& dir) {
 // ---- The CPU backend's batchers and tensors. ----
 void cpu() {
   const stoke::cpu::Tensor<float> tensor({2, 3}, CpuDevice{1});
-  CHECK(tensor.rows() == 2 && tensor.row_size() == 3 && tensor.matrix().cols() == 3);
+  CHECK(tensor.rows() == 2 && tensor.row_size() == 3 && stoke::cpu::matrix(tensor).cols() == 3);
   const std::array<std::uint8_t, 2> pixels{0, 255};
   const stoke::cpu::ImageBatcher batcher{.mean = 0.0f, .std = 1.0f};
   const stoke::cpu::ClassificationBatch batch =

@@ -1,11 +1,12 @@
 #pragma once
 /// @file
-/// The CPU backend: logical devices, host tensors on Eigen with recycled storage, batchers.
+/// The CPU backend: logical devices, host tensors with recycled storage, batchers (the Eigen
+/// view of a tensor is `<stoke/cpu/eigen.hpp>`, kept apart so that loaders need no Eigen).
 
 #include <stoke/cpu/backend.hpp>
 #include <stoke/cpu/buffer_pool.hpp>
-#include <stoke/cpu/image_batcher.hpp>
 #include <stoke/cpu/collective.hpp>
 #include <stoke/cpu/device.hpp>
+#include <stoke/cpu/image_batcher.hpp>
 #include <stoke/cpu/stack_batcher.hpp>
 #include <stoke/cpu/tensor.hpp>

@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// `cpu::Tensor<T>`: a contiguous host tensor that maps to Eigen without a copy.
+/// `cpu::Tensor<T>`: a contiguous host tensor (`<stoke/cpu/eigen.hpp>` views it as an Eigen
+/// matrix without a copy).
 
 #include <cstddef>
 #include <cstring>
@@ -11,8 +12,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#include <Eigen/Core>
 
 #include <stoke/cpu/buffer_pool.hpp>
 #include <stoke/cpu/device.hpp>
@@ -29,9 +28,6 @@ class Tensor {
                 "stoke: cpu::Tensor holds trivially copyable elements (numbers)");
 
  public:
-  /// Row-major Eigen matrix of `T`.
-  using Matrix = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-
   Tensor() = default;
   /// A zero-filled tensor of `shape` on `device`.
   explicit Tensor(std::vector<std::size_t> shape, Device device = {})
@@ -86,7 +82,8 @@ class Tensor {
   [[nodiscard]] std::size_t rows() const noexcept { return shape_.empty() ? 0 : shape_[0]; }
   /// Elements per row: the product of all but the first extent.
   [[nodiscard]] std::size_t row_size() const noexcept {
-    return shape_.empty() ? 0 : element_count({shape_.begin() + 1, shape_.end()});
+    if (shape_.empty()) return 0;
+    return std::accumulate(shape_.begin() + 1, shape_.end(), std::size_t{1}, std::multiplies<>{});
   }
   /// The device this tensor belongs to.
   [[nodiscard]] const Device& device() const noexcept { return device_; }
@@ -100,16 +97,6 @@ class Tensor {
   }
   [[nodiscard]] std::span<const T> row(std::size_t row) const {
     return values().subspan(row * row_size(), row_size());
-  }
-
-  /// The tensor as a `rows() x row_size()` Eigen matrix, sharing its memory (no copy).
-  [[nodiscard]] Eigen::Map<Matrix> matrix() {
-    return Eigen::Map<Matrix>(data_, static_cast<Eigen::Index>(rows()),
-                              static_cast<Eigen::Index>(row_size()));
-  }
-  [[nodiscard]] Eigen::Map<const Matrix> matrix() const {
-    return Eigen::Map<const Matrix>(data_, static_cast<Eigen::Index>(rows()),
-                                    static_cast<Eigen::Index>(row_size()));
   }
 
  private:

@@ -156,11 +156,11 @@ class WorkerPool {
     std::shared_ptr<StepChunks<Value>> chunks;
     std::size_t step = 0;
     std::size_t generation = 0;
-    std::size_t count = 0;      ///< number of chunks
+    std::size_t count = 0;       ///< number of chunks
     std::size_t next_chunk = 0;  ///< the next chunk to claim
-    std::size_t done = 0;       ///< chunks made
-    std::size_t active = 0;     ///< threads making a chunk now
-    std::exception_ptr error;   ///< the first chunk that failed
+    std::size_t done = 0;        ///< chunks made
+    std::size_t active = 0;      ///< threads making a chunk now
+    std::exception_ptr error{};  ///< the first chunk that failed
   };
 
   /// How long a consumer may spin before it sleeps (a wait longer than that is not short).
