@@ -50,6 +50,8 @@ using stoke::SoftmaxShape;
 using stoke::Staged;
 using stoke::stager_t;
 using stoke::StagingBackend;
+using stoke::StateError;
+using stoke::UsageError;
 }  // namespace stoke
 // --8<-- [end:wrapper]
 

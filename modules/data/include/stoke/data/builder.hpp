@@ -4,9 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <utility>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/batch_loader.hpp>
 #include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/options.hpp>
@@ -25,7 +25,7 @@ class DataLoaderBuilder {
 
   /// Samples per batch (at least 1).
   DataLoaderBuilder& batch_size(std::size_t size) {
-    if (size == 0) throw std::invalid_argument("stoke: batch_size must be at least 1");
+    if (size == 0) throw UsageError("stoke: batch_size must be at least 1");
     options_.batch_size = size;
     return *this;
   }
@@ -54,7 +54,7 @@ class DataLoaderBuilder {
   }
   /// Batches made ahead of the consumer (at least 1): the bound on memory in flight.
   DataLoaderBuilder& prefetch(std::size_t depth) {
-    if (depth == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
+    if (depth == 0) throw UsageError("stoke: prefetch depth must be at least 1");
     options_.prefetch = depth;
     return *this;
   }
@@ -78,14 +78,14 @@ class DataLoaderBuilder {
 
   /// A multithread loader over `dataset`.
   template <Dataset S>
-  requires Batcher<T, B, dataset_item_t<S>>
+    requires Batcher<T, B, dataset_item_t<S>>
   [[nodiscard]] MultiThreadLoader<S, T, B> build(S dataset) const {
     return MultiThreadLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }
 
   /// A loader over `dataset` that makes batches in the caller's thread.
   template <Dataset S>
-  requires Batcher<T, B, dataset_item_t<S>>
+    requires Batcher<T, B, dataset_item_t<S>>
   [[nodiscard]] BatchLoader<S, T, B> build_batch_loader(S dataset) const {
     return BatchLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }

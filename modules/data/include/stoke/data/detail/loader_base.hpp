@@ -11,7 +11,6 @@
 #include <mutex>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <variant>
@@ -177,7 +176,7 @@ class LoaderBase {
   /// Defined for a loader and its parts, not for slices.
   [[nodiscard]] LoaderState state() const {
     if (plan_.has_slices()) {
-      throw std::logic_error(
+      throw UsageError(
           "stoke: state() is defined for a loader and its split parts, not for a slice");
     }
     LoaderState state{options_.seed,        next_epoch_,      0,
@@ -372,8 +371,7 @@ class LoaderBase {
             std::vector<std::size_t>(std::ranges::begin(begins), std::ranges::end(begins)),
             static_cast<std::size_t>(dataset.size()));
       } else {
-        throw std::invalid_argument(
-            "stoke: shard-aware shuffling needs a dataset with shard_begins()");
+        throw UsageError("stoke: shard-aware shuffling needs a dataset with shard_begins()");
       }
     }
     return std::make_shared<const LoaderSource<S, T>>(
