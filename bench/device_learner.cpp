@@ -54,7 +54,7 @@ struct Images {
 
 /// Host batches for a Vulkan device (normalised on the host).
 struct HostBatcher {
-  stoke::cpu::ClassificationBatcher inner;
+  stoke::cpu::ImageBatcher inner;
   stoke::cpu::ClassificationBatch batch(std::vector<stoke::LabeledImage> items,
                                         const vk::Device&) const {
     return inner.batch(std::move(items), stoke::cpu::Device{});
@@ -134,7 +134,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   const Images train(images), valid(2000);
-  const stoke::cpu::ClassificationBatcher normalise{.mean = 0.3f, .std = 0.3f};
+  const stoke::cpu::ImageBatcher normalise{.mean = 0.3f, .std = 0.3f};
   const char* names[] = {"(a) without prefetch, uploaded on the training thread",
                          "(b) prefetch_to_device", "(c) vulkan::ImageBatcher, one loader worker"};
   std::vector<std::vector<Figures>> runs(3);

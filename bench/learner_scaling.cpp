@@ -13,7 +13,7 @@
 
 namespace {
 
-using Builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
+using Builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>;
 
 /// Trains one epoch over `samples` of `data` on `devices` devices; returns samples per second.
 double train_rate(const stoke::IdxClassificationDataset& data, std::size_t devices,
@@ -23,7 +23,7 @@ double train_rate(const stoke::IdxClassificationDataset& data, std::size_t devic
                    .batch_size(batch_size)
                    .shuffle(1)
                    .num_workers(workers)
-                   .prefetch(4)
+                   .queue_depth(4)
                    .drop_last()
                    .build(subset);
   auto valid = Builder({}).batch_size(256).pad().build(stoke::PartialDataset(data, 0, 256));

@@ -12,7 +12,7 @@
 //   median and 90th percentile of single runs (counters median_s, p90_s).
 //
 // `loader_bench --peak-memory` runs none of them: it runs one image epoch and prints the peak
-// growth of anonymous resident memory against the bound `prefetch depth x batch bytes`
+// growth of anonymous resident memory against the bound `queue depth x batch bytes`
 // (a separate process, so no earlier benchmark's memory counts).
 // The image file is made on first use at $STOKE_BENCH_IMAGES (default /tmp/stoke-bench-images.u8).
 #include <benchmark/benchmark.h>
@@ -41,7 +41,7 @@ constexpr std::size_t overhead_batch = 64;
 constexpr std::size_t image_records = 100'000;
 constexpr std::size_t image_bytes = 3 * 64 * 64;
 constexpr std::size_t image_batch = 256;
-constexpr std::size_t image_prefetch = 4;
+constexpr std::size_t image_queue_depth = 4;
 constexpr float image_scale = 1.0f / 255.0f;
 
 // ---------------------------------------------------------------------------------------------
@@ -91,7 +91,7 @@ void overhead(benchmark::State& state) {
                      .batch_size(overhead_batch)
                      .shuffle(42)
                      .num_workers(workers < 0 ? 0 : static_cast<std::size_t>(workers))
-                     .prefetch(image_prefetch);
+                     .queue_depth(image_queue_depth);
   const auto run = [&](auto& loader) {
     for (auto _ : state) {
       std::size_t seen = 0;
@@ -152,7 +152,7 @@ auto image_builder(std::size_t workers, stoke::cpu::BufferPool pool = {}) {
       .batch_size(image_batch)
       .shuffle(7)
       .num_workers(workers)
-      .prefetch(image_prefetch)
+      .queue_depth(image_queue_depth)
       .drop_last();
 }
 
@@ -260,7 +260,7 @@ class FirstBatchTimes {
 };
 
 /// A new multithread image loader (2 workers): build, `iter()`, first batch (which the
-/// workers and the waiting consumer fill together: `StackBatcher` is a `PartBatcher`). Its
+/// workers and the waiting consumer fill together: `StackBatcher` is a `ChunkedBatcher`). Its
 /// threads are joined outside the timed part. With `shared_pool:0` every loader's batcher has a
 /// pool of its own, so its first batch is written to fresh memory (which the kernel zero-fills on
 /// first touch); with `shared_pool:1` the loaders' batchers share one pool that outlives them
@@ -301,7 +301,7 @@ void first_batch_new_loader_small(benchmark::State& state) {
                         .batch_size(overhead_batch)
                         .shuffle(42)
                         .num_workers(static_cast<std::size_t>(state.range(0)))
-                        .prefetch(image_prefetch)
+                        .queue_depth(image_queue_depth)
                         .build(data);
       auto range = loader.iter();
       benchmark::DoNotOptimize(range.begin()->data.labels.data());
@@ -357,7 +357,7 @@ int peak_memory() {
   const auto& data = image_dataset();
   const std::size_t workers = 2;
   const std::size_t batch_bytes = image_batch * image_bytes * sizeof(float);
-  const std::size_t bound = image_prefetch * batch_bytes;
+  const std::size_t bound = image_queue_depth * batch_bytes;
   const std::size_t slack = std::size_t{64} << 20;
   const std::size_t anon_before = proc_status_bytes("RssAnon");
   const std::size_t hwm_before = proc_status_bytes("VmHWM");
@@ -380,9 +380,9 @@ int peak_memory() {
   const double mib = 1 << 20;
   const double growth = static_cast<double>(anon_peak.load() - anon_before);
   std::printf(
-      "peak memory, image workload: batch %zu x %zu B as float32 (%.1f MiB per batch), prefetch "
+      "peak memory, image workload: batch %zu x %zu B as float32 (%.1f MiB per batch), queue "
       "depth %zu, %zu workers, 2 epochs, %zu samples\n",
-      image_batch, image_bytes, static_cast<double>(batch_bytes) / mib, image_prefetch, workers,
+      image_batch, image_bytes, static_cast<double>(batch_bytes) / mib, image_queue_depth, workers,
       samples);
   std::printf("anonymous RSS growth (peak RssAnon - before): %.1f MiB\n", growth / mib);
   std::printf("VmHWM growth, file pages of the mapping included: %.1f MiB\n",

@@ -149,7 +149,7 @@ auto make_loader(const Options& options, const ImageDataset& data,
       .batch_size(options.batch_size)
       .shuffle(7)
       .num_workers(options.workers)
-      .prefetch(4)
+      .queue_depth(4)
       .device(device)
       .drop_last()
       .build(data);

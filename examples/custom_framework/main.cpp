@@ -21,7 +21,7 @@ static_assert(stoke::CollectiveBackend<tiny::Backend>);
 static_assert(stoke::Dataset<tiny::Moons>);
 static_assert(stoke::Batcher<tiny::Batcher, tiny::Backend, tiny::Sample>);
 static_assert(stoke::TrainStep<tiny::Mlp, stoke::Batch<tiny::Batch>>);
-static_assert(stoke::ValidStep<tiny::Mlp, stoke::Batch<tiny::Batch>>);
+static_assert(stoke::ValidationStep<tiny::Mlp, stoke::Batch<tiny::Batch>>);
 // --8<-- [end:import]
 
 int main(int argc, char** argv) {

@@ -71,7 +71,7 @@ inline Data load(const std::filesystem::path& folder) {
 }
 
 /// Bytes become floats normalised with the training set's mean and deviation.
-using Builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
+using Builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>;
 inline Builder builder() {
   return Builder({.mean = 0.2860f, .std = 0.3530f});
 }
@@ -84,7 +84,7 @@ inline auto train_loader(const Data& data, std::size_t batch_size, std::uint64_t
       .batch_size(batch_size)
       .shuffle(seed)
       .num_workers(workers)
-      .prefetch(4)
+      .queue_depth(4)
       .drop_last()
       .build(data.train);
 }

@@ -116,7 +116,7 @@ int train_on_cpu(const Options& options) {
   const std::size_t count = options.flags.devices == 0 ? 2 : options.flags.devices;
   const auto devices = stoke::cpu::Backend::devices(count);
   const auto result = train<stoke::cpu::Backend>(
-      options, devices, stoke::cpu::ClassificationBatcher({.mean = kMean, .std = kStd}),
+      options, devices, stoke::cpu::ImageBatcher({.mean = kMean, .std = kStd}),
       stoke::Mlp({kPixels, kClasses}, options.flags.seed));
   report(result, devices.size(), "cpu");
   return 0;

@@ -65,7 +65,7 @@ std::vector<std::byte> pattern(std::size_t size, unsigned seed) {
 TYPED_TEST(Conformance, PrefetchedLoaderIsADataLoader) {
   auto prefetched = stoke::prefetch_to_device<TypeParam>(
       TestFixture::builder().batch_size(4).num_workers(1).build(IotaDataset{40}), 2);
-  static_assert(stoke::SplittableLoader<decltype(prefetched)>);
+  static_assert(stoke::SplitSource<decltype(prefetched)>);
   EXPECT_EQ(prefetched.num_items(), 40u);
   auto slice = prefetched.slice(8, 16);
   std::vector<std::size_t> indices;
@@ -156,7 +156,7 @@ TYPED_TEST(Conformance, PrefetchingKeepsTheBatchesInFlightBounded) {
   auto loader = TestFixture::builder(batcher)
                     .batch_size(2)
                     .num_workers(2)
-                    .prefetch(host_window)
+                    .queue_depth(host_window)
                     .build(IotaDataset{60});
   auto prefetched = stoke::prefetch_to_device<TypeParam>(loader, depth);
   std::size_t taken = 0;

@@ -28,7 +28,7 @@ TEST(CudaImageBatcher, NormalisedValuesEqualTheCpuBatchersBitForBit) {
       pixels[i][k] = static_cast<std::uint8_t>(k * (i + 1));
     items.push_back({pixels[i], static_cast<std::uint32_t>(i)});
   }
-  const stoke::cpu::ClassificationBatcher cpu{.mean = 0.2860F, .std = 0.3530F};
+  const stoke::cpu::ImageBatcher cpu{.mean = 0.2860F, .std = 0.3530F};
   const stoke::cuda::ImageBatcher gpu(0.2860F, 0.3530F);
   const auto expected = cpu.batch(items, stoke::cpu::Device{});
   for (const auto& device : stoke::cuda::Backend::devices()) {

@@ -18,7 +18,7 @@
 namespace {
 
 using stoke::cpu::Backend;
-using stoke::cpu::ClassificationBatcher;
+using stoke::cpu::ImageBatcher;
 
 using stoke::testing::ToyImages;
 constexpr std::size_t kPixels = ToyImages::kPixels;
@@ -26,7 +26,7 @@ constexpr std::size_t kClasses = ToyImages::kClasses;
 
 auto loader_for(const ToyImages& data, std::size_t batch, std::uint64_t seed,
                 std::size_t workers = 1) {
-  return stoke::DataLoaderBuilder<Backend, ClassificationBatcher>({})
+  return stoke::DataLoaderBuilder<Backend, ImageBatcher>({})
       .batch_size(batch)
       .shuffle(seed)
       .drop_last()
@@ -35,7 +35,7 @@ auto loader_for(const ToyImages& data, std::size_t batch, std::uint64_t seed,
 }
 
 auto valid_loader_for(const ToyImages& data) {
-  return stoke::DataLoaderBuilder<Backend, ClassificationBatcher>({}).batch_size(32).pad().build(
+  return stoke::DataLoaderBuilder<Backend, ImageBatcher>({}).batch_size(32).pad().build(
       data);
 }
 

@@ -27,7 +27,7 @@ using stoke::cpu::Tensor;
 using MlpBatch = stoke::Batch<ClassificationBatch>;
 
 static_assert(stoke::TrainStep<Mlp, MlpBatch>);
-static_assert(stoke::ValidStep<Mlp, MlpBatch>);
+static_assert(stoke::ValidationStep<Mlp, MlpBatch>);
 
 // A batch from explicit rows and labels; the last `padding` items are padding.
 MlpBatch make_batch(std::vector<std::vector<float>> rows, std::vector<std::int32_t> labels,

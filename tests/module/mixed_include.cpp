@@ -61,7 +61,7 @@ int main() {
 
   // Made in the module TU, split and iterated here.
   mixed::Loader from_module = mixed::make_loader_in_module_unit(kCount, 0);
-  static_assert(stoke::SplittableLoader<mixed::Loader>);
+  static_assert(stoke::SplitSource<mixed::Loader>);
   std::vector<mixed::Loader> parts = stoke::split(from_module, stoke::cpu::Backend::devices(2));
   check(sum_here(parts[0]) + sum_here(parts[1]) == all, "split parts cover the epoch once");
 

@@ -53,7 +53,7 @@ static_assert(stoke::CollectiveBackend<CpuBackend>);
 static_assert(stoke::Dataset<Ints>);
 static_assert(stoke::ShardedDataset<ShardedInts> && !stoke::ShardedDataset<Ints>);
 static_assert(stoke::Batcher<Stack, CpuBackend, int>);
-static_assert(stoke::Batcher<stoke::cpu::ClassificationBatcher, CpuBackend, stoke::LabeledImage>);
+static_assert(stoke::Batcher<stoke::cpu::ImageBatcher, CpuBackend, stoke::LabeledImage>);
 static_assert(std::same_as<stoke::device_t<CpuBackend>, CpuDevice>);
 static_assert(std::same_as<stoke::dataset_item_t<Ints>, int>);
 static_assert(
@@ -72,14 +72,14 @@ static_assert(stoke::ElementwiseOptimizer<stoke::Sgd> && stoke::ElementwiseOptim
 static_assert(stoke::LrSchedule<stoke::ConstantLr> && stoke::LrSchedule<stoke::StepLr> &&
               stoke::LrSchedule<stoke::CosineLr>);
 static_assert(stoke::TrainStep<stoke::Mlp, stoke::Mlp::BatchType>);
-static_assert(stoke::ValidStep<stoke::Mlp, stoke::Mlp::BatchType>);
+static_assert(stoke::ValidationStep<stoke::Mlp, stoke::Mlp::BatchType>);
 static_assert(stoke::NamedParameters<stoke::Mlp>);
 static_assert(std::same_as<stoke::Mlp::BatchType, stoke::Batch<stoke::cpu::ClassificationBatch>>);
 
 using Threaded = stoke::MultiThreadLoader<Ints, Stack, CpuBackend>;
 using InCaller = stoke::BatchLoader<Ints, Stack, CpuBackend>;
-static_assert(stoke::DataLoader<Threaded> && stoke::SplittableLoader<Threaded>);
-static_assert(stoke::DataLoader<InCaller> && stoke::SplittableLoader<InCaller>);
+static_assert(stoke::DataLoader<Threaded> && stoke::SplitSource<Threaded>);
+static_assert(stoke::DataLoader<InCaller> && stoke::SplitSource<InCaller>);
 static_assert(std::same_as<stoke::loader_backend_t<Threaded>, CpuBackend>);
 static_assert(std::same_as<stoke::loader_backend<InCaller>::type, CpuBackend>);
 static_assert(stoke::is_host_memory_backend<CpuBackend>);
@@ -208,11 +208,11 @@ void data(const std::filesystem::path& dir) {
   CHECK(table->count() == 3 && sharded(0) / 2 == sharded(1) / 2);
 
   // Plans: slices and parts over positions of the epoch.
-  stoke::Plan plan(10, 3, stoke::Remainder::drop);
+  stoke::EpochPlan plan(10, 3, stoke::Remainder::drop);
   plan.add_part(2, 0);
   const stoke::EpochLayout layout = plan.layout(0);
-  const stoke::SliceStep slice{.begin = 0, .end = 4};
-  const stoke::PartStep part{.count = 2, .index = 1};
+  const stoke::PositionSlice slice{.begin = 0, .end = 4};
+  const stoke::SplitPart part{.count = 2, .index = 1};
   CHECK(layout.num_batches == 1 && slice.end == 4 && part.index == 1);
 
   // Loaders, built with the builder; per-sample randomness inside `get`.
@@ -296,7 +296,7 @@ void cpu() {
   const stoke::cpu::Tensor<float> tensor({2, 3}, CpuDevice{1});
   CHECK(tensor.rows() == 2 && tensor.row_size() == 3 && tensor.matrix().cols() == 3);
   const std::array<std::uint8_t, 2> pixels{0, 255};
-  const stoke::cpu::ClassificationBatcher batcher{.mean = 0.0f, .std = 1.0f};
+  const stoke::cpu::ImageBatcher batcher{.mean = 0.0f, .std = 1.0f};
   const stoke::cpu::ClassificationBatch batch =
       batcher.batch({stoke::cpu::LabeledImage{pixels, 3}}, CpuDevice{0});
   CHECK(batch.labels == std::vector<std::int32_t>{3} && batch.inputs.values()[1] == 1.0f);
@@ -330,7 +330,7 @@ void learner(const std::filesystem::path& dir) {
     bytes->insert(bytes->end(), {hot, static_cast<std::uint8_t>(255 - hot), 128, 128});
   }
   const ToyImages toy{bytes};
-  using Builder = stoke::DataLoaderBuilder<CpuBackend, stoke::cpu::ClassificationBatcher>;
+  using Builder = stoke::DataLoaderBuilder<CpuBackend, stoke::cpu::ImageBatcher>;
   auto train = Builder({}).batch_size(4).shuffle(1).drop_last().build(toy);
   auto valid = Builder({}).batch_size(8).pad().build(toy);
 

@@ -72,8 +72,8 @@ TEST_P(CopiedLoaders, RestoreChoosesTheEpochItResumes) {
   (void)epoch_items(original);
   const auto state = original.state();  // epoch 1, nothing consumed
   auto again = original;
-  again.restore(
-      stoke::LoaderState{state.seed, 0, 0, state.dataset_size, state.shuffle, state.shard_aware});
+  again.restore(stoke::LoaderState{state.seed, 0, 0, state.dataset_size, state.shuffle,
+                                   state.shard_aware, state.remainder});
   EXPECT_FALSE(epoch_items(again).empty());
 }
 

@@ -83,7 +83,7 @@ struct EpochResult {
 EpochResult run_lockstep(std::vector<Loader>& parts, std::size_t steps,
                          stoke::LoaderState* state_after = nullptr, std::size_t skip = 0) {
   EpochResult result;
-  std::vector<stoke::detail::BatchRange<Loader::batch_type>> ranges;
+  std::vector<stoke::BatchRange<Loader::batch_type>> ranges;
   ranges.reserve(parts.size());
   for (auto& part : parts) {
     std::size_t count = 0;
@@ -161,7 +161,7 @@ TEST(Properties, FiveHundredRandomShapesKeepEveryGuarantee) {
     const std::size_t which = rng() % parts.size();
     auto threaded = builder(shape)
                         .num_workers(shape.workers)
-                        .prefetch(1 + rng() % 4)
+                        .queue_depth(1 + rng() % 4)
                         .build(IotaDataset{shape.size});
     auto threaded_parts =
         stoke::split(stoke::rank_part(threaded, which / shape.devices, shape.ranks),

@@ -2,6 +2,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <string>
 #include <vector>
 
 #include <stoke/stoke.hpp>
@@ -107,17 +108,60 @@ TEST(LoaderState, RefusesCorruptJsonNamingTheProblem) {
   EXPECT_THAT([] { (void)stoke::parse_loader_state("{\"seed\": 1,"); },
               ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("not valid JSON")));
   EXPECT_THAT(
-      [] { (void)stoke::parse_loader_state(R"({"format": "stoke.loader_state.v1", "seed": 1})"); },
+      [] { (void)stoke::parse_loader_state(R"({"format": "stoke.loader_state.v2", "seed": 1})"); },
       ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("no field \"epoch\"")));
   EXPECT_THAT(
       [] {
         (void)stoke::parse_loader_state(
-            R"({"format": "stoke.loader_state.v1", "seed": 1, "epoch": -3, "consumed": 0,
+            R"({"format": "stoke.loader_state.v2", "seed": 1, "epoch": -3, "consumed": 0,
                 "dataset_size": 5, "shuffle": true, "shard_aware": false})");
       },
       ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("\"epoch\" is not")));
   EXPECT_THAT([] { (void)stoke::parse_loader_state(R"({"format": "other"})"); },
               ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("format")));
+}
+
+TEST(LoaderState, RecordsTheRemainderPolicyAndRefusesAnother) {
+  auto padded = builder().batch_size(4).pad().build_batch_loader(IotaDataset{10});
+  const stoke::LoaderState state = padded.state();
+  EXPECT_EQ(state.remainder, stoke::Remainder::pad);
+  EXPECT_EQ(stoke::parse_loader_state(stoke::to_json(state).dump()), state);
+  auto dropping = builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10});
+  EXPECT_THAT([&] { dropping.restore(state); },
+              ::testing::ThrowsMessage<stoke::InputError>(
+                  ::testing::HasSubstr("saved with remainder pad, this loader has drop")));
+  EXPECT_THAT(
+      [] {
+        (void)stoke::parse_loader_state(
+            R"({"format": "stoke.loader_state.v2", "seed": 1, "epoch": 0, "consumed": 0,
+                "dataset_size": 5, "shuffle": true, "shard_aware": false, "remainder": "wrap"})");
+      },
+      ::testing::ThrowsMessage<stoke::InputError>(
+          ::testing::HasSubstr("\"remainder\" is not \"partial\", \"drop\" or \"pad\": \"wrap\"")));
+}
+
+TEST(LoaderState, ValuesNestedDeepOrBeyondDoubleRangeAreRefusedCleanly) {
+  // A value nested 100,000 deep is described, not printed (printing it recursively overflowed
+  // the stack).
+  const std::string deep = std::string(100'000, '[') + std::string(100'000, ']');
+  EXPECT_THAT(
+      [&] {
+        (void)stoke::parse_loader_state(R"({"format": "stoke.loader_state.v2", "seed": )" + deep +
+                                        "}");
+      },
+      ::testing::ThrowsMessage<stoke::InputError>(
+          ::testing::HasSubstr("\"seed\" is not a non-negative integer: an array of 1 elements")));
+  // A number beyond double's range is stoke's error, naming what it read.
+  EXPECT_THAT(
+      [] {
+        (void)stoke::parse_loader_state(R"({"format": "stoke.loader_state.v2", "seed": 1e400})");
+      },
+      ::testing::ThrowsMessage<stoke::InputError>(
+          ::testing::HasSubstr("loader state is not valid JSON")));
+  // A string is quoted in part.
+  EXPECT_THAT(
+      [] { (void)stoke::parse_loader_state(R"({"format": ")" + std::string(1000, 'x') + R"("})"); },
+      ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("xxx...")));
 }
 
 TEST(LoaderState, IsRefusedForASlice) {
@@ -140,7 +184,7 @@ TEST(LoaderState, ElasticResumeFromTwoDevicesOntoThreeSeesEverySampleOnce) {
   auto loader = builder().pad().build_batch_loader(IotaDataset{103});
   auto parts = stoke::split(loader, Backend::devices(2));
   std::vector<std::size_t> seen;
-  std::vector<stoke::detail::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
+  std::vector<stoke::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
   for (auto& part : parts) {
     ranges.push_back(part.iter());
     auto it = ranges.back().begin();

@@ -25,7 +25,7 @@ using stoke::testing::ToyImages;
 using Classifier = stoke::SoftmaxClassifier<vk::Backend, vk::ImageBatch>;
 using DeviceLearnerTest = stoke::testing::VulkanTest;
 using ShaderBuilder = stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>;
-using CpuBuilder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>;
+using CpuBuilder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>;
 constexpr std::uint64_t kSeed = 3;
 
 /// The reference: the host `Mlp` of the same layout on one CPU device with the global batch.

@@ -1,5 +1,5 @@
 // vulkan::ImageBatcher: bytes uploaded and normalised by the compute shader on the device
-// the batch is for, equal to what cpu::ClassificationBatcher makes on the host.
+// the batch is for, equal to what cpu::ImageBatcher makes on the host.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -44,14 +44,14 @@ std::vector<float> floats_of(const vk::Buffer& buffer) {
   return values;
 }
 
-TEST_F(VulkanImageBatcher, MakesWhatTheCpuClassificationBatcherMakes) {
+TEST_F(VulkanImageBatcher, MakesWhatTheCpuImageBatcherMakes) {
   const RandomImages images(37, 28 * 28);
   std::vector<stoke::LabeledImage> items;
   for (std::size_t i = 0; i < images.size(); ++i) items.push_back(images.get(i));
   const float mean = 0.1307F;
   const float stddev = 0.3081F;
 
-  const auto on_host = stoke::cpu::ClassificationBatcher{mean, stddev}.batch(items, {});
+  const auto on_host = stoke::cpu::ImageBatcher{mean, stddev}.batch(items, {});
   const vk::ImageBatcher batcher(mean, stddev);
   const auto on_device = batcher.batch(items, vk::Device{1});
   EXPECT_EQ(on_device.device(), vk::Device{1});

@@ -14,7 +14,7 @@ namespace stoke::testing {
 
 /// The CPU batcher, for loaders whose batches are uploaded to a Vulkan device afterwards.
 struct HostClassification {
-  cpu::ClassificationBatcher inner;
+  cpu::ImageBatcher inner;
   cpu::ClassificationBatch batch(std::vector<LabeledImage> items, const vulkan::Device&) const {
     return inner.batch(std::move(items), cpu::Device{});
   }

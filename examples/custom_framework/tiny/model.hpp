@@ -3,7 +3,7 @@
 /// tiny's model: a two-layer perceptron (tanh hidden layer, softmax cross-entropy) on tiny's
 /// tensors, with its backward pass written by hand. Its parameters are one flat buffer of
 /// floats, which is what stoke's learner all-reduces and updates. It satisfies stoke's
-/// `TrainStep` and `ValidStep` for batches of tiny's `Batch`, so the one stoke name it
+/// `TrainStep` and `ValidationStep` for batches of tiny's `Batch`, so the one stoke name it
 /// needs is the step's result, `stoke::StepOutput` (and `stoke::Batch`, which carries the
 /// padding count): this header imports stoke for those.
 

@@ -4,7 +4,7 @@
 
 #include <stoke/cpu/backend.hpp>
 #include <stoke/cpu/buffer_pool.hpp>
-#include <stoke/cpu/classification_batcher.hpp>
+#include <stoke/cpu/image_batcher.hpp>
 #include <stoke/cpu/collective.hpp>
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/stack_batcher.hpp>

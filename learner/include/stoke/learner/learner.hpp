@@ -94,9 +94,9 @@ class Learner {
   /// Trains on `train` and evaluates on `valid` every epoch, until `options.epochs` epochs are
   /// done. Both loaders are split over the devices (they need `Remainder::drop` or `pad`).
   /// This overload trains a model in host memory (`TrainStep`).
-  template <TrainingLoader Train, SplittableLoader Valid>
+  template <TrainingLoader Train, SplitSource Valid>
     requires TrainStep<Model, typename Train::batch_type> &&
-             ValidStep<Model, typename Valid::batch_type>
+             ValidationStep<Model, typename Valid::batch_type>
   FitResult fit(Train train, Valid valid) {
     return fit_replicas<detail::HostReplica<Model, Optim>>(std::move(train), std::move(valid));
   }
@@ -104,7 +104,7 @@ class Learner {
   /// `fit` for a model that trains in device memory (`DeviceTrainStep` on a `DeviceBackend`,
   /// with an optimizer that has device kernels): parameters, gradients and optimizer state
   /// never leave the devices.
-  template <TrainingLoader Train, SplittableLoader Valid>
+  template <TrainingLoader Train, SplitSource Valid>
     requires DeviceTrainStep<Model, B, typename Train::batch_type> &&
              DeviceTrainStep<Model, B, typename Valid::batch_type> && DeviceOptimizer<Optim> &&
              (!TrainStep<Model, typename Train::batch_type>)
@@ -117,7 +117,7 @@ class Learner {
   template <class Replica, class Train, class Valid>
   FitResult fit_replicas(Train train, Valid valid) {
     FitResult result;
-    Run<Train, Valid, Replica> run;
+    FitState<Train, Valid, Replica> run;
     if (options_.resume && !options_.checkpoint_dir.empty() &&
         std::filesystem::exists(checkpoint_path())) {
       const Checkpoint checkpoint =
@@ -168,7 +168,7 @@ class Learner {
 
   /// What the device threads of one `fit` call share.
   template <class Train, class Valid, class Replica>
-  struct Run {
+  struct FitState {
     std::size_t first_epoch = 0;
     std::size_t first_step = 0;
     StepOutput resumed_sums;

@@ -16,8 +16,13 @@ struct ParameterTensor {
   std::size_t offset = 0;          ///< first float in the flat buffer
 };
 
-/// A model that can name the tensors of its flat parameter buffer (optional; a model without
-/// it is checkpointed as one flat tensor `parameters`).
+/// A model with named parameters: one that can name the tensors of its flat parameter buffer
+/// (optional; a model without it is checkpointed as one flat tensor `parameters`).
+///
+/// Requirements:
+/// 1. `m.parameter_layout()`, on a `const` model, returns the `ParameterTensor`s;
+/// 2. they tile the flat buffer: each tensor's floats (the product of its shape) start at its
+///    offset and lie inside the buffer, and together they cover it.
 template <class M>
 concept NamedParameters = requires(const M& model) {
   { model.parameter_layout() } -> std::convertible_to<std::vector<ParameterTensor>>;

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The `TrainStep` and `ValidStep` concepts: what a model replica must do on one batch.
+/// The `TrainStep` and `ValidationStep` concepts: what a model replica must do on one batch.
 
 #include <concepts>
 #include <cstddef>
@@ -40,10 +40,14 @@ concept TrainStep = std::copy_constructible<M> &&
   { model.train_step(batch, gradients) } -> std::same_as<StepOutput>;
 };
 
-/// A model replica that can evaluate a batch: `m.valid_step(batch)` gives the sums over the
-/// batch's real items, without changing the model.
+/// A validation step: a model replica that can evaluate a batch.
+///
+/// Requirements:
+/// 1. `m.valid_step(batch)`, on a `const` model, returns the `StepOutput` sums (loss,
+///    correct, count) over the batch's real items, its padding left out;
+/// 2. it does not change the model.
 template <class M, class BatchT>
-concept ValidStep = requires(const M& model, const BatchT& batch) {
+concept ValidationStep = requires(const M& model, const BatchT& batch) {
   { model.valid_step(batch) } -> std::same_as<StepOutput>;
 };
 

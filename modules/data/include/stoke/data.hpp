@@ -4,6 +4,7 @@
 
 #include <stoke/data/batch.hpp>
 #include <stoke/data/batch_loader.hpp>
+#include <stoke/data/batch_range.hpp>
 #include <stoke/data/batcher.hpp>
 #include <stoke/data/builder.hpp>
 #include <stoke/data/dataloader.hpp>
@@ -11,7 +12,7 @@
 #include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/prefetch.hpp>
 #include <stoke/data/sample_context.hpp>
 #include <stoke/data/sharded_order.hpp>

@@ -30,7 +30,7 @@ int main() {
   const Images images{pixels};
   static_assert(stoke::Dataset<Images>);
 
-  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>(
+  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>(
                     {.mean = 0.0f, .std = 1.0f / 255.0f})
                     .batch_size(4)
                     .shuffle(1)
@@ -55,7 +55,7 @@ int main() {
     }
   }
   const stoke::Mlp model({4, 3, 2}, 7);
-  auto one = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>({})
+  auto one = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>({})
                  .batch_size(8)
                  .build_batch_loader(images);
   const stoke::StepOutput step = model.valid_step(*one.iter().begin());

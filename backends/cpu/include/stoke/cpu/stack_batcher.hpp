@@ -36,7 +36,7 @@ concept NumberRange = std::ranges::contiguous_range<const Item&> &&
 
 }  // namespace detail
 
-/// A batch of equally long ranges being stacked into `Tensor<Out>` rows (see `PartBatcher`):
+/// A batch of equally long ranges being stacked into `Tensor<Out>` rows (see `ChunkedBatcher`):
 /// `fill` may run on several threads at once for disjoint rows.
 template <class Out, detail::NumberRange Item>
 class PendingStack {
@@ -91,7 +91,7 @@ class PendingStack {
 /// - a sample that is a number gives a tensor of shape `{n}`;
 /// - a sample that is a contiguous range of numbers (or bytes) gives shape `{n, length}`;
 ///   samples of different lengths are refused with an `InputError` naming both. Such a
-///   batch can also be made in parts on several threads (`begin_batch`, a `PartBatcher`).
+///   batch can also be made in chunks on several threads (`begin_batch`, a `ChunkedBatcher`).
 ///
 /// Batch storage comes from `pool`, which copies of the batcher share (a loader's workers
 /// batch with copies): a batch's memory is recycled once the batch is destroyed.

@@ -81,7 +81,7 @@ struct ImageBatch {
 /// are gathered into a pinned staging buffer, copied to the device, and turned into floats
 /// `(b / 255 - mean) / std` by a kernel on the device's copy stream, so four times fewer
 /// bytes cross the bus than for a host-normalised batch. The values equal
-/// `cpu::ClassificationBatcher`'s, which refuses the same inputs with the same `InputError`s.
+/// `cpu::ImageBatcher`'s, which refuses the same inputs with the same `InputError`s.
 /// Copies share the per-device stagers; thread-safe.
 class ImageBatcher {
  public:
@@ -99,18 +99,11 @@ class ImageBatcher {
 
   /// The batch of `items`, on `device`.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    stoke::detail::check_image_normalization("cuda::ImageBatcher", mean_, std_);
-    const std::size_t rows = items.size();
-    const std::size_t pixels = stoke::detail::image_batch_pixels(items);
-    std::vector<std::int32_t> labels =
-        stoke::detail::image_batch_labels("cuda::ImageBatcher", items);
-    const std::size_t count = rows * pixels;
+    stoke::detail::ImageRows rows =
+        stoke::detail::check_image_rows("cuda::ImageBatcher", mean_, std_, items);
+    const std::size_t count = rows.rows * rows.pixels;
     Stager& stager = stagers_->of(device);
-    auto bytes = stager.upload_with(count, [&](std::span<std::byte> staging) {
-      for (std::size_t i = 0; i < rows && pixels > 0; ++i) {
-        std::memcpy(staging.data() + i * pixels, items[i].pixels.data(), pixels);
-      }
-    });
+    auto bytes = stoke::detail::upload_image_rows(stager, items, rows);
     // The kernel runs on the copy stream, after the upload; the byte buffer is freed in
     // stream order after it.
     const DeviceGuard guard(device);
@@ -122,7 +115,8 @@ class ImageBatcher {
     Fence ready(device, stream);
     inputs.mark_written(ready);
     bytes.value.mark_written(ready);
-    return ImageBatch{std::move(inputs), std::move(labels), rows, pixels, std::move(ready)};
+    return ImageBatch{std::move(inputs), std::move(rows.labels), rows.rows, rows.pixels,
+                      std::move(ready)};
   }
 
  private:

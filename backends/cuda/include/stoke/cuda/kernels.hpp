@@ -29,7 +29,7 @@ struct ByteTable {
 /// `out[i] = table.values[in[i]]` for `i < count`. Reads 16 bytes and writes four float4 a
 /// thread where `in` and `out` are 16-byte aligned (device allocations are), so it runs at the
 /// device's memory bandwidth; the values are those of the table, so they equal
-/// `cpu::ClassificationBatcher`'s bit for bit.
+/// `cpu::ImageBatcher`'s bit for bit.
 cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
                          const ByteTable& table, cudaStream_t stream) noexcept;
 

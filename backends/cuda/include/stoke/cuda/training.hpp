@@ -113,10 +113,7 @@ inline void upload(Buffer& tensor, std::span<const std::byte> bytes) {
 /// The floats of `tensor`, once its writes completed.
 inline std::vector<float> download(const Buffer& tensor) {
   if (tensor.size() < sizeof(float)) return {};
-  const std::vector<std::byte> bytes = detail::stager(tensor.device()).download(tensor);
-  std::vector<float> out(bytes.size() / sizeof(float));
-  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
-  return out;
+  return stoke::detail::floats_of(detail::stager(tensor.device()).download(tensor));
 }
 
 /// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.

@@ -83,7 +83,7 @@ class ImageBatcherResources {
 /// cross to the device than for a host-normalised batch. `batch` returns once the work is
 /// submitted; the batch's `ready` fence signals when it is done.
 ///
-/// It refuses what `cpu::ClassificationBatcher` refuses, with the same `InputError`s: images
+/// It refuses what `cpu::ImageBatcher` refuses, with the same `InputError`s: images
 /// of a different pixel count than the first, labels above `INT32_MAX`, a `std` that is zero
 /// or not finite. Copies share the per-device stagers and pipelines; thread-safe.
 class ImageBatcher {
@@ -101,22 +101,16 @@ class ImageBatcher {
 
   /// The batch of `items`, on `device`.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    stoke::detail::check_image_normalization("vulkan::ImageBatcher", mean_, std_);
-    const std::size_t rows = items.size();
-    const std::size_t pixels = stoke::detail::image_batch_pixels(items);
-    std::vector<std::int32_t> labels =
-        stoke::detail::image_batch_labels("vulkan::ImageBatcher", items);
-    const std::size_t count = rows * pixels;
+    stoke::detail::ImageRows rows =
+        stoke::detail::check_image_rows("vulkan::ImageBatcher", mean_, std_, items);
+    const std::size_t count = rows.rows * rows.pixels;
     const detail::ImageBatcherResources::PerDevice resources = resources_->of(device);
-    auto bytes = resources.stager->upload_with(count, [&](std::span<std::byte> staging) {
-      for (std::size_t i = 0; i < rows && pixels > 0; ++i) {
-        std::memcpy(staging.data() + i * pixels, items[i].pixels.data(), pixels);
-      }
-    });
+    auto bytes = stoke::detail::upload_image_rows(*resources.stager, items, rows);
     Buffer inputs(resources.context, count * sizeof(float));
     Fence ready = resources.pipeline->run(bytes.value, inputs, count, mean_, std_,
                                           std::span(&bytes.fence, 1));
-    return ImageBatch{std::move(inputs), std::move(labels), rows, pixels, std::move(ready)};
+    return ImageBatch{std::move(inputs), std::move(rows.labels), rows.rows, rows.pixels,
+                      std::move(ready)};
   }
 
  private:

@@ -66,7 +66,7 @@ inline float* scratch(std::vector<float>& buffer, std::size_t size) {
 /// `k` biases `b`; the layer computes `z = a W + b` for a row `a` of activations. Gradients
 /// use the same layout. Layers are `Eigen::Map`s into the buffer, never copies.
 ///
-/// Satisfies `TrainStep` and `ValidStep` for `Batch<cpu::ClassificationBatch>`. Copies are
+/// Satisfies `TrainStep` and `ValidationStep` for `Batch<cpu::ClassificationBatch>`. Copies are
 /// independent replicas. One replica must not run two steps at once (it reuses scratch
 /// buffers, also from the `const` `valid_step`); the learner gives every device its own.
 class Mlp {

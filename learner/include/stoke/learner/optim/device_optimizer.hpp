@@ -58,7 +58,14 @@ struct DeviceOptimizerTraits<Adam> {
   }
 };
 
-/// An element-wise optimizer with device kernels (`DeviceOptimizerTraits<O>` is defined).
+/// A device optimizer: an element-wise optimizer with device kernels.
+///
+/// Requirements:
+/// 1. `O` models `ElementwiseOptimizer`;
+/// 2. `DeviceOptimizerTraits<O>` is defined: `steps(o)` is the optimizer's step count and
+///    `header(steps)` the state header for that count, so the device state round-trips
+///    through `o.state()`;
+/// 3. its `step` runs the backend's kernel on a shard (see `DeviceBackend`).
 template <class O>
 concept DeviceOptimizer = ElementwiseOptimizer<O> && requires(const O& optimizer) {
   { DeviceOptimizerTraits<O>::steps(optimizer) } -> std::convertible_to<std::uint64_t>;

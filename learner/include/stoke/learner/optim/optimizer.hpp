@@ -35,11 +35,13 @@ concept Optimizer = std::copy_constructible<O> &&
 /// its own state, so a slice of the parameters can be stepped alone: the learner shards the
 /// optimizer step over the devices (each steps its slice, then the slices are all-gathered).
 ///
-/// Requirements, besides `Optimizer`: `o.state()` is `O::state_header` floats of state
-/// shared by all parameters (e.g. a step count) followed by `O::state_arrays` arrays of one
-/// float per parameter stepped (none before the first step); stepping slices of the
-/// parameters with optimizers loaded from the matching slices of a state gives, slice by
-/// slice, what stepping the whole does (up to the rounding of vectorised math: Eigen's packet
+/// Requirements:
+/// 1. `O` models `Optimizer`;
+/// 2. `o.state()` is `O::state_header` floats of state shared by all parameters (e.g. a
+///    step count) followed by `O::state_arrays` arrays of one float per parameter stepped
+///    (none before the first step);
+/// 3. stepping slices of the parameters with optimizers loaded from the matching slices of a
+///    state gives, slice by slice, what stepping the whole does (up to the rounding of vectorised math: Eigen's packet
 /// square root, which `Adam` uses, may differ from the scalar one in the last bit, and which
 /// elements take the packet path depends on where a slice starts).
 template <class O>

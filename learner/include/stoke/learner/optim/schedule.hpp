@@ -9,8 +9,13 @@
 
 namespace stoke {
 
-/// A learning-rate schedule: `s(step)` is the learning rate for optimizer step `step`
-/// (counted from 0), a pure function of the step.
+/// A learning-rate schedule.
+///
+/// Requirements:
+/// 1. `s(step)`, on a `const` schedule, is the learning rate (a `float`) of optimizer step
+///    `step`, counted from 0;
+/// 2. it is a pure function of the step (a resumed run gets the same rates);
+/// 3. `S` is copy-constructible (each device's replica holds a copy).
 template <class S>
 concept LrSchedule = std::copy_constructible<S> && requires(const S& schedule, std::size_t step) {
   { schedule(step) } -> std::convertible_to<float>;

@@ -67,10 +67,13 @@ void all_gather(C& collective, std::size_t participant, std::span<float> values)
   }
 }
 
-/// A backend whose devices can sum buffers among themselves.
+/// A collective backend: a backend whose devices can sum buffers among themselves.
 ///
-/// Requirements: `B::Collective` models `Collective`; `B::make_collective(devices)` returns a
-/// `std::unique_ptr<B::Collective>` over those devices (participant `k` is `devices[k]`).
+/// Requirements:
+/// 1. `B` models `Backend`;
+/// 2. `B::Collective` models `Collective`;
+/// 3. `B::make_collective(devices)` returns a `std::unique_ptr<B::Collective>` over those
+///    devices, participant `k` being `devices[k]`.
 template <class B>
 concept CollectiveBackend = Backend<B> && Collective<typename B::Collective> &&
     requires(const std::vector<device_t<B>>& devices) {
@@ -84,7 +87,7 @@ class AnyCollective {
   /// Takes ownership of `collective`.
   template <Collective C>
   explicit AnyCollective(std::unique_ptr<C> collective)
-      : self_(std::make_unique<Model<C>>(std::move(collective))) {}
+      : self_(std::make_unique<Adapter<C>>(std::move(collective))) {}
 
   /// Number of participants.
   [[nodiscard]] std::size_t size() const { return self_->size(); }
@@ -108,8 +111,8 @@ class AnyCollective {
     virtual void abort() = 0;
   };
   template <class C>
-  struct Model final : Interface {
-    explicit Model(std::unique_ptr<C> inner) : collective(std::move(inner)) {}
+  struct Adapter final : Interface {
+    explicit Adapter(std::unique_ptr<C> inner) : collective(std::move(inner)) {}
     std::size_t size() const override { return collective->size(); }
     void all_reduce_sum(std::size_t participant, std::span<float> values) override {
       collective->all_reduce_sum(participant, values);

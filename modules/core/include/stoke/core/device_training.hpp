@@ -7,6 +7,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <vector>
 
 namespace stoke {
 
@@ -58,5 +60,16 @@ struct SoftmaxShape {
 
 /// The most classes the device softmax kernels take.
 inline constexpr std::size_t max_softmax_classes = 32;
+
+namespace detail {
+
+/// The floats in `bytes` (a tensor's download), whole floats only.
+inline std::vector<float> floats_of(const std::vector<std::byte>& bytes) {
+  std::vector<float> out(bytes.size() / sizeof(float));
+  if (!out.empty()) std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+}  // namespace detail
 
 }  // namespace stoke

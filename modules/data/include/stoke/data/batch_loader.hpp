@@ -2,6 +2,7 @@
 /// @file
 /// `BatchLoader`: loads batches in the caller's thread, one at a time as the range advances.
 
+#include <stoke/data/batch_range.hpp>
 #include <stoke/data/detail/loader_base.hpp>
 
 namespace stoke {
@@ -18,7 +19,7 @@ class BatchLoader : public detail::LoaderBase<BatchLoader<S, T, B>, S, T, B> {
   using typename Base::device_type;
 
   /// The batches of the next epoch, in order; advances the epoch.
-  [[nodiscard]] detail::BatchRange<batch_type> iter() { return this->iter_in_caller(); }
+  [[nodiscard]] BatchRange<batch_type> iter() { return this->iter_in_caller(); }
 };
 
 }  // namespace stoke

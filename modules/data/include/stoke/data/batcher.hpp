@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// The `Batcher` concept: turns a list of samples into one batch on a given device; and
-/// `PartBatcher`, a batcher that can also make one batch on several threads at once.
+/// `ChunkedBatcher`, a batcher that can also make one batch in chunks on several threads at
+/// once, and its `PendingBatch`.
 
 #include <concepts>
 #include <cstddef>
@@ -33,18 +34,23 @@ requires Batcher<T, B, I>
 using batch_output_t = std::remove_cvref_t<decltype(std::declval<const T&>().batch(
     std::declval<std::vector<I>>(), std::declval<const device_t<B>&>()))>;
 
-namespace detail {
-/// A batch being made row by row (what `PartBatcher::begin_batch` returns), of type `Out`
-/// once finished.
+/// A pending batch: one batch being made in chunks of rows (what
+/// `ChunkedBatcher::begin_batch` returns), of type `Out` once finished.
+///
+/// Requirements:
+/// 1. `p.rows()` is the number of rows (one per item), on a `const` pending batch;
+/// 2. `p.fill(first, last)` writes rows `[first, last)`;
+/// 3. `std::move(p).finish()` returns the finished `Out`;
+/// 4. `P` is move-constructible.
 template <class P, class Out>
-concept PendingBatchOf = std::move_constructible<P> && requires(P& pending, std::size_t row) {
+concept PendingBatch = std::move_constructible<P> && requires(P& pending, std::size_t row) {
   { std::as_const(pending).rows() } -> std::convertible_to<std::size_t>;
   pending.fill(row, row);
   { std::move(pending).finish() } -> std::same_as<Out>;
 };
-}  // namespace detail
 
-/// A batcher that can also make one batch in row ranges, on several threads at once. A
+/// A chunked batcher: a batcher that can also make one batch in chunks (row ranges), on
+/// several threads at once. A
 /// multithread loader uses it for the batch its consumer waits for with nothing buffered (the
 /// first of an epoch): the idle workers and the consumer fill it together.
 ///
@@ -56,11 +62,11 @@ concept PendingBatchOf = std::move_constructible<P> && requires(P& pending, std:
 /// 3. once every row was filled once, `std::move(p).finish()` returns the batch, equal to
 ///    what `t.batch(items, device)` returns.
 template <class T, class B, class I>
-concept PartBatcher = Batcher<T, B, I> &&
+concept ChunkedBatcher = Batcher<T, B, I> &&
     requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
   {
     batcher.begin_batch(std::move(items), device)
-    } -> detail::PendingBatchOf<batch_output_t<T, B, I>>;
+    } -> PendingBatch<batch_output_t<T, B, I>>;
 };
 
 }  // namespace stoke

@@ -20,7 +20,7 @@ namespace stoke {
 template <Backend B, class T>
 class DataLoaderBuilder {
  public:
-  /// Starts from default options: batch size 1, no shuffle, one worker, prefetch 2.
+  /// Starts from default options: batch size 1, no shuffle, one worker, queue depth 2.
   explicit DataLoaderBuilder(T batcher) : batcher_(std::move(batcher)) {}
 
   /// Samples per batch (at least 1).
@@ -52,10 +52,11 @@ class DataLoaderBuilder {
     options_.num_workers = workers;
     return *this;
   }
-  /// Batches made ahead of the consumer (at least 1): the bound on memory in flight.
-  DataLoaderBuilder& prefetch(std::size_t depth) {
-    if (depth == 0) throw UsageError("stoke: prefetch depth must be at least 1");
-    options_.prefetch = depth;
+  /// Host batches made ahead of the consumer (at least 1): the bound on memory in flight.
+  /// (Uploading batches to a device ahead of the step is `prefetch_to_device`.)
+  DataLoaderBuilder& queue_depth(std::size_t depth) {
+    if (depth == 0) throw UsageError("stoke: queue depth must be at least 1");
+    options_.queue_depth = depth;
     return *this;
   }
   /// The device batches are made for (default: the backend's default device value).
@@ -78,14 +79,14 @@ class DataLoaderBuilder {
 
   /// A multithread loader over `dataset`.
   template <Dataset S>
-    requires Batcher<T, B, dataset_item_t<S>>
+  requires Batcher<T, B, dataset_item_t<S>>
   [[nodiscard]] MultiThreadLoader<S, T, B> build(S dataset) const {
     return MultiThreadLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }
 
   /// A loader over `dataset` that makes batches in the caller's thread.
   template <Dataset S>
-    requires Batcher<T, B, dataset_item_t<S>>
+  requires Batcher<T, B, dataset_item_t<S>>
   [[nodiscard]] BatchLoader<S, T, B> build_batch_loader(S dataset) const {
     return BatchLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }

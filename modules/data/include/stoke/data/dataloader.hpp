@@ -34,9 +34,17 @@ concept DataLoader = std::copy_constructible<L> &&
   { const_loader.slice(position, position) } -> std::same_as<L>;
 };
 
-/// A loader that can also be split into interleaved parts of equal batch counts.
+/// A split source: a loader that can be split into interleaved parts of equal batch counts
+/// (what `split` takes).
+///
+/// Requirements:
+/// 1. `L` models `DataLoader`;
+/// 2. `l.part(count, index)`, for `index < count`, is a loader of the same type over every
+///    `count`-th batch of `l`, starting with batch `index`;
+/// 3. the `count` parts have equal batch counts, are disjoint and together cover `l`'s epoch
+///    (the remainder dropped or padded, as `l`'s options say).
 template <class L>
-concept SplittableLoader = DataLoader<L> && requires(const L& loader, std::size_t count) {
+concept SplitSource = DataLoader<L> && requires(const L& loader, std::size_t count) {
   { loader.part(count, count) } -> std::same_as<L>;
 };
 

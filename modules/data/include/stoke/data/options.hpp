@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 
 namespace stoke {
 
@@ -17,7 +17,7 @@ struct LoaderOptions {
   std::uint64_t seed = 0;      ///< key of the epoch order and per-sample randomness
   Remainder remainder = Remainder::partial;  ///< what happens to the samples left over
   std::size_t num_workers = 1;               ///< worker threads (multithread loader; 0: caller)
-  std::size_t prefetch = 2;                  ///< batches made ahead of the consumer, per loader
+  std::size_t queue_depth = 2;  ///< host batches made ahead of the consumer, per loader
 };
 
 }  // namespace stoke

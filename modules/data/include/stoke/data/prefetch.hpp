@@ -24,10 +24,10 @@
 #include <stoke/core/staging.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/data/batch_loader.hpp>
+#include <stoke/data/batch_range.hpp>
 #include <stoke/data/dataloader.hpp>
-#include <stoke/data/detail/batch_range.hpp>
 #include <stoke/data/multithread_loader.hpp>
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke {
@@ -72,8 +72,11 @@ std::span<const std::byte> bytes_of_range(const R& range) {
 }
 }  // namespace detail
 
-/// Host data the default upload understands: a contiguous range of trivially copyable values
-/// (`std::vector<float>`), or an object whose `values()` views one it owns (`cpu::Tensor`).
+/// Host bytes: host data the default upload understands.
+///
+/// Requirements, one of:
+/// 1. `T` is a contiguous, sized range of trivially copyable values (`std::vector<float>`);
+/// 2. `t.values()` is such a range, viewing values `t` owns (`cpu::Tensor`).
 template <class T>
 concept HostBytes = detail::TrivialContiguous<T> || requires(const T& data) {
   { data.values() } -> detail::TrivialContiguous;
@@ -127,6 +130,8 @@ using StateSnapshot = std::function<std::optional<LoaderState>()>;
 template <class Value, Fence F>
 class PrefetchPipeline {
  public:
+  using value_type = Batch<Value>;  ///< what `take()` yields
+
   /// A pipeline keeping `depth` uploads in flight for `device` (named in errors); `snapshot`
   /// (may be empty) reads the inner loader's state.
   PrefetchPipeline(std::size_t depth, std::string device, StateSnapshot snapshot = {})
@@ -273,6 +278,19 @@ class PrefetchPipeline {
   std::thread thread_;
 };
 
+/// Takes a prefetching range's batches from its pipeline; stops the pipeline when dropped.
+template <class Pipeline>
+class PipelineFeed final : public BatchFeed<typename Pipeline::value_type> {
+ public:
+  /// The feed of `pipeline`'s batches.
+  explicit PipelineFeed(std::shared_ptr<Pipeline> pipeline) : pipeline_(std::move(pipeline)) {}
+  std::optional<typename Pipeline::value_type> next() override { return pipeline_->take(); }
+  void cancel() noexcept override { pipeline_->stop(); }
+
+ private:
+  std::shared_ptr<Pipeline> pipeline_;
+};
+
 }  // namespace detail
 
 /// A loader whose batches are copied to its device ahead of the consumer.
@@ -322,14 +340,13 @@ class PrefetchLoader {
   ~PrefetchLoader() = default;
 
   /// The next epoch's batches, on `device()`, in order; advances the inner loader's epoch.
-  [[nodiscard]] detail::BatchRange<batch_type> iter() {
+  [[nodiscard]] BatchRange<batch_type> iter() {
     if (!stager_) stager_ = B::make_stager(device_, depth_);
     auto pipeline = std::make_shared<Pipeline>(depth_, device_name(device_), snapshot());
     auto range = inner_->iter();
     pipeline->start(std::move(range), stage_, stager_);
     current_ = pipeline;
-    return detail::BatchRange<batch_type>([pipeline] { return pipeline->take(); },
-                                          [pipeline] { pipeline->stop(); });
+    return BatchRange<batch_type>(std::make_unique<detail::PipelineFeed<Pipeline>>(pipeline));
   }
 
   /// The inner loader's layout of `epoch` (for `TrainingLoader`).
@@ -381,7 +398,7 @@ class PrefetchLoader {
   }
   /// Prefetching over part `index` of `count` of the inner loader (see `split`).
   [[nodiscard]] PrefetchLoader part(std::size_t count, std::size_t index) const
-    requires SplittableLoader<L>
+    requires SplitSource<L>
   {
     return PrefetchLoader(inner_->part(count, index), depth_, stage_);
   }

@@ -18,8 +18,13 @@
 
 namespace stoke {
 
-/// A dataset stored in shards says where each shard begins: `shard_begins()` returns the
-/// first index of every shard, starting at 0, in increasing order.
+/// A sharded dataset: a dataset stored in shards, which says where each shard begins.
+///
+/// Requirements:
+/// 1. `s.shard_begins()`, on a `const` dataset, is an input range of indices (convertible to
+///    `std::size_t`): the first index of every shard;
+/// 2. it starts at 0 and does not decrease (`ShardTable` checks both, and refuses the
+///    dataset naming what is wrong).
 template <class S>
 concept ShardedDataset = requires(const S& dataset) {
   { dataset.shard_begins() } -> std::ranges::input_range;

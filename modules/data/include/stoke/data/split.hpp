@@ -31,7 +31,7 @@ concept DeviceRangeOf =
 /// Because device `k` takes batch `k` of every round, the first `s` steps of all devices
 /// together consumed exactly the first `s * n` batches of the epoch: a prefix, which is what
 /// makes resuming onto a different number of devices exact.
-template <SplittableLoader L, detail::DeviceRangeOf<typename L::device_type> Devices>
+template <SplitSource L, detail::DeviceRangeOf<typename L::device_type> Devices>
 [[nodiscard]] std::vector<L> split(const L& loader, const Devices& devices) {
   const auto count = static_cast<std::size_t>(std::ranges::distance(devices));
   if (count == 0) throw UsageError("stoke: split needs at least one device");
@@ -48,14 +48,14 @@ template <SplittableLoader L, detail::DeviceRangeOf<typename L::device_type> Dev
 /// The part of `loader` for `rank` of `world_size` ranks: every `world_size`-th batch,
 /// starting with batch `rank`, by the same rule as `split`. Splitting a rank's part over its
 /// local devices equals one split over all devices of all ranks.
-template <SplittableLoader L>
+template <SplitSource L>
 [[nodiscard]] L rank_part(const L& loader, std::size_t rank, std::size_t world_size) {
   return loader.part(world_size, rank);
 }
 
 /// The state of a split whose parts run in lockstep (every part delivered the same number of
 /// batches); refuses parts that are not in lockstep.
-template <SplittableLoader L>
+template <SplitSource L>
 [[nodiscard]] LoaderState split_state(const std::vector<L>& parts) {
   if (parts.empty()) throw UsageError("stoke: split_state needs at least one part");
   const LoaderState state = parts.front().state();

@@ -5,11 +5,15 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
+#include <stoke/core/detail/json_fields.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/data/remainder.hpp>
 
 namespace stoke {
 
@@ -25,51 +29,50 @@ struct LoaderState {
   std::size_t dataset_size = 0;  ///< checked on restore: the same dataset
   bool shuffle = false;          ///< checked on restore: the same order
   bool shard_aware = false;      ///< checked on restore: the same order
+  /// Checked on restore: the same remainder policy (padding or dropping the same samples).
+  Remainder remainder = Remainder::partial;
 
   friend bool operator==(const LoaderState&, const LoaderState&) = default;
 };
 
+/// The format a state's JSON says it is in.
+inline constexpr const char* loader_state_format = "stoke.loader_state.v2";
+
 /// The state as JSON.
 inline nlohmann::json to_json(const LoaderState& state) {
-  return {{"format", "stoke.loader_state.v1"},
+  return {{"format", loader_state_format},
           {"seed", state.seed},
           {"epoch", state.epoch},
           {"consumed", state.consumed},
           {"dataset_size", state.dataset_size},
           {"shuffle", state.shuffle},
-          {"shard_aware", state.shard_aware}};
+          {"shard_aware", state.shard_aware},
+          {"remainder", remainder_name(state.remainder)}};
 }
 
 /// Reads a state from JSON; a missing or ill-typed field is an `InputError` naming it.
 inline LoaderState loader_state_from_json(const nlohmann::json& json) {
-  const auto field = [&](const char* name) -> const nlohmann::json& {
-    if (!json.is_object() || !json.contains(name)) {
-      throw InputError(std::string("stoke: loader state has no field \"") + name + "\"");
-    }
-    return json.at(name);
-  };
-  const auto number = [&](const char* name) -> std::uint64_t {
-    const auto& value = field(name);
-    if (!value.is_number_unsigned()) {
-      throw InputError(std::string("stoke: loader state field \"") + name +
-                       "\" is not a non-negative integer: " + value.dump());
-    }
-    return value.get<std::uint64_t>();
-  };
-  const auto flag = [&](const char* name) -> bool {
-    const auto& value = field(name);
-    if (!value.is_boolean()) {
-      throw InputError(std::string("stoke: loader state field \"") + name +
-                       "\" is not true or false: " + value.dump());
-    }
-    return value.get<bool>();
-  };
-  if (field("format") != "stoke.loader_state.v1") {
-    throw InputError("stoke: loader state has format " + field("format").dump() +
-                     ", expected \"stoke.loader_state.v1\"");
+  const detail::JsonFields fields(json, "loader state");
+  if (fields.at("format") != loader_state_format) {
+    throw InputError("stoke: loader state has format " + detail::json_excerpt(fields.at("format")) +
+                     ", expected \"" + loader_state_format + "\"");
   }
-  return LoaderState{number("seed"),         number("epoch"), number("consumed"),
-                     number("dataset_size"), flag("shuffle"), flag("shard_aware")};
+  const auto size = [&](const char* name) {
+    return static_cast<std::size_t>(fields.count(name, std::numeric_limits<std::size_t>::max()));
+  };
+  LoaderState state{fields.count("seed"), size("epoch"),          size("consumed"),
+                    size("dataset_size"), fields.flag("shuffle"), fields.flag("shard_aware")};
+  const nlohmann::json& remainder = fields.at("remainder");
+  const auto policy =
+      remainder.is_string() ? remainder_named(remainder.get<std::string>()) : std::nullopt;
+  if (!policy) {
+    throw InputError(
+        "stoke: loader state field \"remainder\" is not \"partial\", \"drop\" or "
+        "\"pad\": " +
+        detail::json_excerpt(remainder));
+  }
+  state.remainder = *policy;
+  return state;
 }
 
 /// Reads a state from JSON text; text that is not JSON is an `InputError` with the parser's
@@ -78,7 +81,7 @@ inline LoaderState parse_loader_state(const std::string& text) {
   nlohmann::json json;
   try {
     json = nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& error) {
+  } catch (const nlohmann::json::exception& error) {  // also a number beyond double's range
     throw InputError(std::string("stoke: loader state is not valid JSON: ") + error.what());
   }
   return loader_state_from_json(json);

@@ -6,7 +6,7 @@
 #include <cstddef>
 
 #include <stoke/data/dataloader.hpp>
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke {
@@ -16,7 +16,7 @@ namespace stoke {
 /// over one (it forwards to the loader it wraps).
 ///
 /// Requirements:
-/// 1. `L` models `SplittableLoader`: `l.part(count, index)` is part `index` of `count`;
+/// 1. `L` models `SplitSource`: `l.part(count, index)` is part `index` of `count`;
 /// 2. `l.layout(epoch)` is the `EpochLayout` of `epoch` for `l` (batches, padding, dropped);
 /// 3. `l.set_epoch(epoch)` makes the next `iter()` load `epoch` from its start;
 /// 4. `l.state()` is where the consumer stands: taken inside the loop body, it counts the
@@ -25,7 +25,7 @@ namespace stoke {
 ///    another number of parts than `state` was taken with.
 template <class L>
 concept TrainingLoader =
-    SplittableLoader<L> &&
+    SplitSource<L> &&
     requires(L& loader, const L& const_loader, std::size_t epoch, const LoaderState& state) {
       { const_loader.layout(epoch) } -> std::same_as<EpochLayout>;
       loader.set_epoch(epoch);

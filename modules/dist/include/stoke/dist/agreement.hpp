@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/dist/error.hpp>
 #include <stoke/dist/process_group.hpp>
 

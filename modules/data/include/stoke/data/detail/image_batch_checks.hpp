@@ -1,10 +1,13 @@
 #pragma once
 /// @file
 /// The input checks every batcher of `LabeledImage`s makes, whatever its backend: the
-/// normalisation it was given, equal pixel counts, and labels that fit the int32 they become.
+/// normalisation it was given, equal pixel counts, and labels that fit the int32 they become;
+/// and the upload of the checked pixel rows that the device batchers share.
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <span>
 #include <string>
@@ -50,6 +53,32 @@ inline std::vector<std::int32_t> image_batch_labels(std::string_view batcher,
     labels.push_back(static_cast<std::int32_t>(items[i].label));
   }
   return labels;
+}
+
+/// The rows of an image batch, checked: how many, the pixels of each, the labels as int32.
+struct ImageRows {
+  std::size_t rows = 0;              ///< one per image
+  std::size_t pixels = 0;            ///< bytes per image
+  std::vector<std::int32_t> labels;  ///< one per image
+};
+
+/// Checks the normalisation and `items` for the batcher named `batcher` (an `InputError`
+/// names what is wrong); their rows.
+inline ImageRows check_image_rows(std::string_view batcher, float mean, float std,
+                                  std::span<const LabeledImage> items) {
+  check_image_normalization(batcher, mean, std);
+  return ImageRows{items.size(), image_batch_pixels(items), image_batch_labels(batcher, items)};
+}
+
+/// Starts the upload of the pixels of `items`, row after row, through `stager.upload_with`
+/// (CUDA and Vulkan stagers); returns what it returns.
+template <class Stager>
+auto upload_image_rows(Stager& stager, std::span<const LabeledImage> items, const ImageRows& rows) {
+  return stager.upload_with(rows.rows * rows.pixels, [&](std::span<std::byte> staging) {
+    for (std::size_t i = 0; i < rows.rows && rows.pixels > 0; ++i) {
+      std::memcpy(staging.data() + i * rows.pixels, items[i].pixels.data(), rows.pixels);
+    }
+  });
 }
 
 }  // namespace stoke::detail

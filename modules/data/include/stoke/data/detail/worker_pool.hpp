@@ -8,8 +8,6 @@
 #include <condition_variable>
 #include <cstddef>
 #include <exception>
-#include <functional>
-#include <limits>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -17,7 +15,8 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/step_parts.hpp>
+#include <stoke/data/detail/step_chunks.hpp>
+#include <stoke/data/detail/thread_names.hpp>
 
 namespace stoke::detail {
 
@@ -32,25 +31,21 @@ namespace stoke::detail {
 /// A consumer that finds its batch not ready yet spins briefly before it sleeps, when recent
 /// waits were short (small batches): a sleep and a wake-up cost more than such a wait.
 ///
-/// Given an `Opener`, the step the consumer needs next (the head), when a worker claims it
-/// while nothing is buffered (the start of an epoch, or after a stall), is made in parts
-/// (`StepParts`) to reach the consumer sooner:
-/// - the workers and the waiting consumer take parts until none are left, at most one
+/// When the epoch's `StepMaker` makes chunks, the step the consumer needs next (the head), when a
+/// worker claims it while nothing is buffered (the start of an epoch, or after a stall), is made in
+/// chunks
+/// (`StepChunks`) to reach the consumer sooner:
+/// - the workers and the waiting consumer take chunks until none are left, at most one
 ///   thread per processor at once; the other workers wait rather than start later steps;
-/// - whoever makes the last part finishes the step. A consumer that does has its value
+/// - whoever makes the last chunk finishes the step. A consumer that does has its value
 ///   without a wake-up; a worker that does, while the consumer sleeps, waits (briefly) for
 ///   the consumer to take it before it goes on, leaving it a processor.
-/// Other steps are made whole by `Producer`.
+/// Other steps are made whole by `StepMaker::make`.
 template <class Value>
 class WorkerPool {
  public:
-  /// Makes the value of `step`; `worker` says which thread runs it.
-  using Producer = std::function<Value(std::size_t step, std::size_t worker)>;
-  /// Prepares `step` to be made in parts; `worker` says which thread runs it.
-  using Opener =
-      std::function<std::shared_ptr<StepParts<Value>>(std::size_t step, std::size_t worker)>;
-  /// The `worker` argument of a part the consumer makes in its own thread.
-  static constexpr std::size_t consumer = std::numeric_limits<std::size_t>::max();
+  /// The `worker` argument of a chunk the consumer makes in its own thread.
+  static constexpr std::size_t consumer = consumer_thread;
 
   /// Spawns `workers` threads (at least one) with a window of `depth` (at least one) steps.
   WorkerPool(std::size_t workers, std::size_t depth) : slots_(depth == 0 ? 1 : depth) {
@@ -72,22 +67,22 @@ class WorkerPool {
     for (auto& thread : threads_) thread.join();
   }
 
-  /// Starts an epoch of `num_steps` steps made by `producer` (and, when the consumer waits
-  /// with nothing buffered, in parts opened by `opener` if it is given); returns its
-  /// generation. An epoch still running is abandoned.
-  std::size_t start(std::size_t num_steps, Producer producer, Opener opener = {}) {
+  /// Starts an epoch of `num_steps` steps made by `maker` (in chunks, when it makes chunks and
+  /// the consumer waits with nothing buffered); returns its generation. An epoch still
+  /// running is abandoned.
+  std::size_t start(std::size_t num_steps, std::shared_ptr<const StepMaker<Value>> maker) {
     std::size_t generation = 0;
     {
       std::lock_guard lock(mutex_);
       generation = ++generation_;
-      producer_ = std::make_shared<const Producer>(std::move(producer));
-      opener_ = opener ? std::make_shared<const Opener>(std::move(opener)) : nullptr;
+      maker_ = std::move(maker);
       num_steps_ = num_steps;
       next_claim_ = 0;
       next_take_ = 0;
       open_.reset();
       opening_ = false;
-      if (opener_) spin_budget_ = max_spin;  // the first step is opened in microseconds
+      if (maker_->makes_chunks())
+        spin_budget_ = max_spin;  // the first step is opened in microseconds
       for (auto& slot : slots_) slot.reset();
       publish();
     }
@@ -107,11 +102,11 @@ class WorkerPool {
     if (next_take_ >= num_steps_) return std::nullopt;
     auto& slot = slots_[next_take_ % slots_.size()];
     const auto ready = [&] { return slot.has_value() || generation != generation_; };
-    const auto can_help = [&] { return can_make_part() && open_->step == next_take_; };
+    const auto can_help = [&] { return can_make_chunk() && open_->step == next_take_; };
     consumer_waiting_ = true;
     while (!ready()) {
       if (can_help()) {
-        make_open_part(lock, consumer);
+        make_open_chunk(lock, consumer);
       } else {
         wait_for_result(lock, [&] { return ready() || can_help(); });
       }
@@ -137,8 +132,7 @@ class WorkerPool {
       if (generation != generation_) return;
       ++generation_;
       num_steps_ = 0;
-      producer_.reset();
-      opener_.reset();
+      maker_.reset();
       open_.reset();
       opening_ = false;
       for (auto& slot : slots_) slot.reset();
@@ -157,21 +151,21 @@ class WorkerPool {
     std::exception_ptr error;
   };
 
-  /// The head step while it is made in parts.
+  /// The head step while it is made in chunks.
   struct OpenStep {
-    std::shared_ptr<StepParts<Value>> parts;
+    std::shared_ptr<StepChunks<Value>> chunks;
     std::size_t step = 0;
     std::size_t generation = 0;
-    std::size_t count = 0;      ///< number of parts
-    std::size_t next_part = 0;  ///< the next part to claim
-    std::size_t done = 0;       ///< parts made
-    std::size_t active = 0;     ///< threads making a part now
-    std::exception_ptr error;   ///< the first part that failed
+    std::size_t count = 0;      ///< number of chunks
+    std::size_t next_chunk = 0;  ///< the next chunk to claim
+    std::size_t done = 0;       ///< chunks made
+    std::size_t active = 0;     ///< threads making a chunk now
+    std::exception_ptr error;   ///< the first chunk that failed
   };
 
   /// How long a consumer may spin before it sleeps (a wait longer than that is not short).
   static constexpr std::chrono::nanoseconds max_spin{std::chrono::microseconds(50)};
-  /// How long a worker that finished a step made in parts waits for the consumer to take it.
+  /// How long a worker that finished a step made in chunks waits for the consumer to take it.
   static constexpr std::chrono::microseconds max_hand_over{2000};
 
   /// Waits, `lock` held, until `ready()`: spins (lock released, yielding the processor) for
@@ -203,11 +197,11 @@ class WorkerPool {
     return next_claim_ < num_steps_ && next_claim_ < next_take_ + slots_.size();
   }
 
-  /// Whether this thread may take a part of the open step now: one is left, and fewer threads
-  /// than processors make parts (one more would only take turns with them, and a thread
-  /// descheduled in the middle of a part would hold the whole step back).
-  bool can_make_part() const {
-    return open_ && open_->next_part < open_->count && open_->active < max_part_makers_;
+  /// Whether this thread may take a chunk of the open step now: one is left, and fewer threads
+  /// than processors make chunks (one more would only take turns with them, and a thread
+  /// descheduled in the middle of a chunk would hold the whole step back).
+  bool can_make_chunk() const {
+    return open_ && open_->next_chunk < open_->count && open_->active < max_chunk_makers_;
   }
 
   /// Stores the result of `step` unless its epoch was abandoned, and tells the consumer.
@@ -218,16 +212,16 @@ class WorkerPool {
     result_ready_.notify_all();
   }
 
-  /// Claims and makes one part of the open step (`lock` held on entry and on return); the
-  /// thread that makes its last part finishes the step and delivers it.
-  void make_open_part(std::unique_lock<std::mutex>& lock, std::size_t worker) {
+  /// Claims and makes one chunk of the open step (`lock` held on entry and on return); the
+  /// thread that makes its last chunk finishes the step and delivers it.
+  void make_open_chunk(std::unique_lock<std::mutex>& lock, std::size_t worker) {
     const std::shared_ptr<OpenStep> open = open_;
-    const std::size_t part = open->next_part++;
+    const std::size_t chunk = open->next_chunk++;
     ++open->active;
     lock.unlock();
     std::exception_ptr error;
     try {
-      open->parts->make_part(part, worker);
+      open->chunks->make_chunk(chunk, worker);
     } catch (...) {
       error = std::current_exception();
     }
@@ -246,7 +240,7 @@ class WorkerPool {
     } else {
       lock.unlock();
       try {
-        result.value.emplace(open->parts->finish());
+        result.value.emplace(open->chunks->finish());
       } catch (...) {
         result.error = std::current_exception();
       }
@@ -264,27 +258,27 @@ class WorkerPool {
     }
   }
 
-  /// Opens the head `step` of epoch `generation` for parts (`lock` held on entry and on
+  /// Opens the head `step` of epoch `generation` for chunks (`lock` held on entry and on
   /// return, `opening_` set by the caller).
   void open_step(std::unique_lock<std::mutex>& lock, std::size_t step, std::size_t generation,
-                 const std::shared_ptr<const Opener>& opener, std::size_t worker) {
+                 const std::shared_ptr<const StepMaker<Value>>& maker, std::size_t worker) {
     lock.unlock();
-    std::shared_ptr<StepParts<Value>> parts;
+    std::shared_ptr<StepChunks<Value>> chunks;
     Result failed;
     try {
-      parts = (*opener)(step, worker);
+      chunks = maker->open(step, worker);
     } catch (...) {
       failed.error = std::current_exception();
     }
     lock.lock();
     if (generation != generation_) return;
     opening_ = false;
-    if (!parts) {
+    if (!chunks) {
       deliver(step, generation, std::move(failed));
     } else {
       open_ = std::make_shared<OpenStep>(
-          OpenStep{.parts = std::move(parts), .step = step, .generation = generation});
-      open_->count = std::max<std::size_t>(1, open_->parts->parts());
+          OpenStep{.chunks = std::move(chunks), .step = step, .generation = generation});
+      open_->count = std::max<std::size_t>(1, open_->chunks->chunks());
       publish();
       result_ready_.notify_all();  // a consumer waiting for the head step can help
     }
@@ -294,29 +288,28 @@ class WorkerPool {
   void run(std::size_t id) {
     std::unique_lock lock(mutex_);
     for (;;) {
-      // While the head step is open, the workers that do not make its parts wait: the
+      // While the head step is open, the workers that do not make its chunks wait: the
       // consumer needs it first.
       work_ready_.wait(lock, [&] {
-        return stop_ || can_make_part() || (!opening_ && !open_ && has_claimable_step());
+        return stop_ || can_make_chunk() || (!opening_ && !open_ && has_claimable_step());
       });
       if (stop_) return;
-      if (can_make_part()) {
-        make_open_part(lock, id);
+      if (can_make_chunk()) {
+        make_open_chunk(lock, id);
         continue;
       }
       const std::size_t step = next_claim_++;
       const std::size_t generation = generation_;
-      if (opener_ && step == next_take_) {
-        opening_ = true;  // the others wait for its parts rather than claim later steps
-        const std::shared_ptr<const Opener> opener = opener_;
-        open_step(lock, step, generation, opener, id);
+      const std::shared_ptr<const StepMaker<Value>> maker = maker_;
+      if (maker->makes_chunks() && step == next_take_) {
+        opening_ = true;  // the others wait for its chunks rather than claim later steps
+        open_step(lock, step, generation, maker, id);
         continue;
       }
-      const std::shared_ptr<const Producer> producer = producer_;
       lock.unlock();
       Result result;
       try {
-        result.value.emplace((*producer)(step, id));
+        result.value.emplace(maker->make(step, id));
       } catch (...) {
         result.error = std::current_exception();
       }
@@ -331,13 +324,12 @@ class WorkerPool {
   std::condition_variable taken_;  ///< the consumer took a step
   std::vector<std::optional<Result>> slots_;
   std::vector<std::thread> threads_;
-  std::shared_ptr<const Producer> producer_;
-  std::shared_ptr<const Opener> opener_;  ///< null: every step is made whole
-  std::shared_ptr<OpenStep> open_;        ///< the head step while it is made in parts
-  bool opening_ = false;                  ///< a worker is opening the head step
-  bool consumer_waiting_ = false;         ///< the consumer waits in `take`
-  /// The most threads that make parts of the open step at once: one per processor.
-  std::size_t max_part_makers_ = std::max(1U, std::thread::hardware_concurrency());
+  std::shared_ptr<const StepMaker<Value>> maker_;  ///< makes the current epoch's steps
+  std::shared_ptr<OpenStep> open_;                 ///< the head step while it is made in chunks
+  bool opening_ = false;                           ///< a worker is opening the head step
+  bool consumer_waiting_ = false;                  ///< the consumer waits in `take`
+  /// The most threads that make chunks of the open step at once: one per processor.
+  std::size_t max_chunk_makers_ = std::max(1U, std::thread::hardware_concurrency());
   std::size_t generation_ = 0;
   std::size_t num_steps_ = 0;
   std::size_t next_claim_ = 0;

@@ -40,8 +40,13 @@ concept ReturnsAValue = !std::is_void_v<typename map_result<F, S>::type>;
 
 }  // namespace detail
 
-/// A function `map` can apply to the samples of `S`: a const-callable, copyable `f(item,
-/// index)` or `f(item)` returning non-void. The index form is preferred when both work.
+/// A map function: one that `map` can apply to the samples of `S`.
+///
+/// Requirements:
+/// 1. `S` models `Dataset` and `F` is copy-constructible;
+/// 2. `f(item, index)` or `f(item)` is callable on a `const` function with a sample of `S`
+///    (the index form is preferred when both work), from several threads at once;
+/// 3. it returns a value, not `void`.
 template <class F, class S>
 concept MapFunction = Dataset<S> && std::copy_constructible<F> && detail::CallableOnSamples<F, S> &&
     detail::ReturnsAValue<F, S>;

@@ -74,7 +74,7 @@ TEST(MultiThreadLoader, GivesTheSameBatchesAsTheCallerThreadLoaderForAnyWorkerCo
   std::vector<std::vector<std::size_t>> expected;
   for (int epoch = 0; epoch < 3; ++epoch) expected.push_back(epoch_items(reference));
   for (std::size_t workers : {0u, 1u, 2u, 3u, 8u}) {
-    auto loader = builder().batch_size(7).shuffle(21).num_workers(workers).prefetch(3).build(
+    auto loader = builder().batch_size(7).shuffle(21).num_workers(workers).queue_depth(3).build(
         SlowDataset{150});
     for (int epoch = 0; epoch < 3; ++epoch) {
       ASSERT_EQ(epoch_items(loader), expected[epoch]) << workers << " workers, epoch " << epoch;
@@ -104,7 +104,7 @@ TEST(MultiThreadLoader, NeverRunsMoreThanPrefetchBatchesAhead) {
   auto loader = stoke::DataLoaderBuilder<Backend, CountingBatcher>(batcher)
                     .batch_size(2)
                     .num_workers(4)
-                    .prefetch(3)
+                    .queue_depth(3)
                     .build(IotaDataset{200});
   std::size_t taken = 0;
   for (auto& batch : loader.iter()) {
@@ -141,7 +141,7 @@ TEST(MultiThreadLoader, CanRunAnotherEpochAfterAnError) {
 TEST(MultiThreadLoader, DroppingARangeMidEpochThenTheLoaderDoesNotHang) {
   const std::size_t before = baseline_thread_count();
   {
-    auto loader = builder().batch_size(2).num_workers(3).prefetch(4).build(SlowDataset{400});
+    auto loader = builder().batch_size(2).num_workers(3).queue_depth(4).build(SlowDataset{400});
     for (auto& batch : loader.iter()) {
       if (batch.step == 2) break;
     }
@@ -155,11 +155,12 @@ TEST(MultiThreadLoader, DroppingARangeMidEpochThenTheLoaderDoesNotHang) {
 }
 
 TEST(MultiThreadLoader, RangeCanOutliveItsLoader) {
-  auto range = std::make_unique<stoke::detail::BatchRange<
-      stoke::MultiThreadLoader<IotaDataset, ItemsBatcher, Backend>::batch_type>>([] {
-    auto loader = builder().batch_size(5).num_workers(2).build(IotaDataset{50});
-    return loader.iter();
-  }());
+  auto range = std::make_unique<
+      stoke::BatchRange<stoke::MultiThreadLoader<IotaDataset, ItemsBatcher, Backend>::batch_type>>(
+      [] {
+        auto loader = builder().batch_size(5).num_workers(2).build(IotaDataset{50});
+        return loader.iter();
+      }());
   std::size_t items = 0;
   for (auto& batch : *range) items += batch.size();
   EXPECT_EQ(items, 50u);

@@ -1,13 +1,12 @@
 #pragma once
 /// @file
-/// `BatchParts`: one batch of a loader filled in row ranges by a `PartBatcher`, on whichever
-/// threads take its parts.
+/// `BatchChunks`: one batch of a loader filled in row ranges by a `ChunkedBatcher`, on whichever
+/// threads take its chunks.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <exception>
-#include <functional>
 #include <optional>
 #include <string>
 #include <utility>
@@ -15,39 +14,36 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/batch.hpp>
-#include <stoke/data/detail/step_parts.hpp>
+#include <stoke/data/detail/step_chunks.hpp>
+#include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/sample_context.hpp>
 
 namespace stoke::detail {
 
-/// Batch `where.step` of epoch `where.epoch`, allocated by a `PartBatcher` (`pending`) and
-/// filled in `parts` row ranges of nearly equal size. A range that fails is rethrown as a
+/// Batch `where.step` of epoch `where.epoch`, allocated by a `ChunkedBatcher` (`pending`) and
+/// filled in `chunks` row ranges of nearly equal size. A range that fails is rethrown as a
 /// `DataError` naming the dataset index of its first row and the thread that filled it.
 template <class Output, class Pending>
-class BatchParts final : public StepParts<Batch<Output>> {
+class BatchChunks final : public StepChunks<Batch<Output>> {
  public:
-  /// Names the thread that runs a part, from the worker number the pool passes.
-  using WorkerName = std::function<std::string(std::size_t worker)>;
-
   /// `where` names the batch (epoch, step, device) in errors; `indices` are its dataset
   /// indices, the last `padding` of them padding; `seed` is the loader's, for the sample
   /// context the batcher sees.
-  BatchParts(Pending pending, std::size_t parts, DataErrorContext where, std::uint64_t seed,
-             std::vector<std::size_t> indices, std::size_t padding, WorkerName worker_name)
+  BatchChunks(Pending pending, std::size_t chunks, DataErrorContext where, std::uint64_t seed,
+             std::vector<std::size_t> indices, std::size_t padding)
       : pending_(std::move(pending)),
-        parts_(std::clamp<std::size_t>(parts, 1, std::max<std::size_t>(1, pending_.rows()))),
+        chunks_(std::clamp<std::size_t>(chunks, 1, std::max<std::size_t>(1, pending_.rows()))),
         where_(std::move(where)),
         seed_(seed),
         indices_(std::move(indices)),
-        padding_(padding),
-        worker_name_(std::move(worker_name)) {}
+        padding_(padding) {}
 
-  [[nodiscard]] std::size_t parts() const override { return parts_; }
+  [[nodiscard]] std::size_t chunks() const override { return chunks_; }
 
-  void make_part(std::size_t part, std::size_t worker) override {
+  void make_chunk(std::size_t chunk, std::size_t worker) override {
     const std::size_t rows = pending_.rows();
-    const std::size_t first = rows * part / parts_;
-    const std::size_t last = rows * (part + 1) / parts_;
+    const std::size_t first = rows * chunk / chunks_;
+    const std::size_t last = rows * (chunk + 1) / chunks_;
     const SampleContext context{seed_, where_.epoch, indices_, std::nullopt};
     const SampleContextScope scope(context);
     try {
@@ -56,7 +52,7 @@ class BatchParts final : public StepParts<Batch<Output>> {
       DataErrorContext at = where_;
       at.index = first < indices_.size() ? indices_[first] : 0;
       at.stage = "batch";
-      at.worker = worker_name_(worker);
+      at.worker = thread_name(worker);
       throw DataError(std::move(at), current_exception_message());
     }
   }
@@ -68,12 +64,11 @@ class BatchParts final : public StepParts<Batch<Output>> {
 
  private:
   Pending pending_;
-  std::size_t parts_;
+  std::size_t chunks_;
   DataErrorContext where_;
   std::uint64_t seed_;
   std::vector<std::size_t> indices_;
   std::size_t padding_;
-  WorkerName worker_name_;
 };
 
 }  // namespace stoke::detail

@@ -19,7 +19,7 @@
 namespace {
 
 using stoke::cpu::BufferPool;
-using stoke::cpu::ClassificationBatcher;
+using stoke::cpu::ImageBatcher;
 using stoke::cpu::Device;
 using stoke::cpu::HostBuffer;
 using stoke::cpu::LabeledImage;
@@ -52,8 +52,8 @@ TEST(BufferPool, ReusesTheBufferOfADestroyedBatch) {
 }
 
 TEST(BufferPool, IsSharedByCopiesOfTheBatcher) {
-  const ClassificationBatcher batcher;
-  const ClassificationBatcher copy = batcher;  // as a loader copies it into its workers
+  const ImageBatcher batcher;
+  const ImageBatcher copy = batcher;  // as a loader copies it into its workers
   const std::array<std::uint8_t, 2> pixels{0, 255};
   const float* first = nullptr;
   {

@@ -59,7 +59,7 @@ struct ToyImages {
 /// A shuffled training loader dropping the remainder.
 inline auto toy_train_loader(const ToyImages& data, std::size_t batch, std::uint64_t seed,
                              std::size_t workers = 1) {
-  return DataLoaderBuilder<cpu::Backend, cpu::ClassificationBatcher>({})
+  return DataLoaderBuilder<cpu::Backend, cpu::ImageBatcher>({})
       .batch_size(batch)
       .shuffle(seed)
       .drop_last()
@@ -69,7 +69,7 @@ inline auto toy_train_loader(const ToyImages& data, std::size_t batch, std::uint
 
 /// A validation loader padding the remainder.
 inline auto toy_valid_loader(const ToyImages& data) {
-  return DataLoaderBuilder<cpu::Backend, cpu::ClassificationBatcher>({}).batch_size(16).pad().build(
+  return DataLoaderBuilder<cpu::Backend, cpu::ImageBatcher>({}).batch_size(16).pad().build(
       data);
 }
 

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `cpu::ClassificationBatcher`: labelled byte images to a normalised float batch on the CPU.
+/// `cpu::ImageBatcher`: labelled byte images to a normalised float batch on the CPU.
 
 #include <array>
 #include <cstddef>
@@ -19,7 +19,7 @@
 
 namespace stoke::cpu {
 
-/// A `ClassificationBatch` being filled image by image (see `PartBatcher`): `fill` may run
+/// A `ClassificationBatch` being filled image by image (see `ChunkedBatcher`): `fill` may run
 /// on several threads at once for disjoint rows.
 class PendingClassification {
  public:
@@ -28,12 +28,12 @@ class PendingClassification {
   PendingClassification(std::vector<LabeledImage> items, float mean, float std,
                         const Device& device, const BufferPool& pool)
       : items_(std::move(items)) {
-    stoke::detail::check_image_normalization("ClassificationBatcher", mean, std);
+    stoke::detail::check_image_normalization("ImageBatcher", mean, std);
     // One float per byte value, computed with the exact formula, then looked up per pixel.
     table_ = stoke::detail::normalization_table(mean, std);
     const std::size_t pixels = stoke::detail::image_batch_pixels(items_);
     out_ = ClassificationBatch{Tensor<float>::uninitialized({items_.size(), pixels}, device, pool),
-                               stoke::detail::image_batch_labels("ClassificationBatcher", items_)};
+                               stoke::detail::image_batch_labels("ImageBatcher", items_)};
   }
 
   /// Number of rows: one per image.
@@ -59,13 +59,13 @@ class PendingClassification {
 /// Batches `LabeledImage`s into a `ClassificationBatch` on the requested CPU device: `inputs`
 /// has shape `{n, pixels}` with every pixel byte `b` mapped to `(b / 255 - mean) / std`, and
 /// `labels` holds the classes as `int32`. A batch can also be made in parts on several
-/// threads (`begin_batch`, a `PartBatcher`).
+/// threads (`begin_batch`, a `ChunkedBatcher`).
 ///
 /// Images with a different pixel count than the first, or a label above `INT32_MAX`, are
 /// refused with an `InputError` naming the item; so is a `std` that is zero or not finite.
 /// The storage of `inputs` comes from `pool`, shared by copies of the batcher, and is recycled
 /// once the batch is destroyed.
-struct ClassificationBatcher {
+struct ImageBatcher {
   float mean = 0.0F;  ///< subtracted after scaling bytes to [0, 1]
   float std = 1.0F;   ///< then divided by
   BufferPool pool{};  ///< where the storage of `inputs` comes from, shared with copies

@@ -132,7 +132,7 @@ TEST(BatcherConcept, RejectsBatcherThatIgnoresTheDeviceOrIsNotConst) {
 TEST(DataLoaderConcept, AcceptsBothStokeLoaders) {
   EXPECT_TRUE(stoke::DataLoader<CpuLoader>);
   EXPECT_TRUE(stoke::DataLoader<CpuBatchLoader>);
-  EXPECT_TRUE(stoke::SplittableLoader<CpuLoader>);
+  EXPECT_TRUE(stoke::SplitSource<CpuLoader>);
 }
 
 TEST(DataLoaderConcept, RejectsLoaderWithoutSlice) {

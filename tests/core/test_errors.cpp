@@ -28,20 +28,20 @@ static_assert(std::is_base_of_v<stoke::Error, stoke::InputError>);
 
 TEST(Errors, AMisuseIsAUsageErrorCaughtAsStokeErrorWithWhereStokeRaisedIt) {
   try {
-    (void)stoke::Plan(10, 0, stoke::Remainder::pad);
+    (void)stoke::EpochPlan(10, 0, stoke::Remainder::pad);
     FAIL() << "expected stoke::UsageError";
   } catch (const stoke::Error& error) {
     EXPECT_NE(dynamic_cast<const stoke::UsageError*>(&error), nullptr);
     EXPECT_EQ(dynamic_cast<const stoke::StateError*>(&error), nullptr);
     EXPECT_STREQ(error.what(), "stoke: batch size must be at least 1");
-    EXPECT_THAT(error.where().file_name(), ::testing::EndsWith("stoke/data/plan.hpp"));
+    EXPECT_THAT(error.where().file_name(), ::testing::EndsWith("stoke/data/epoch_plan.hpp"));
     EXPECT_GT(error.where().line(), 0u);
   }
 }
 
 TEST(Errors, AMisuseIsCaughtAsStdExceptionThroughItsOneBase) {
-  EXPECT_THROW((void)stoke::Plan(10, 0, stoke::Remainder::pad), std::exception);
-  EXPECT_THROW((void)stoke::Plan(10, 0, stoke::Remainder::pad), std::runtime_error);
+  EXPECT_THROW((void)stoke::EpochPlan(10, 0, stoke::Remainder::pad), std::exception);
+  EXPECT_THROW((void)stoke::EpochPlan(10, 0, stoke::Remainder::pad), std::runtime_error);
 }
 
 TEST(Errors, ACallInTheWrongStateIsAStateErrorAndAUsageError) {

@@ -28,7 +28,7 @@ using stoke::testing::require;
 void check_coverage(MpiGroup& group, std::size_t devices, stoke::Remainder remainder) {
   const std::size_t world = group.size(), rank = group.rank(), size = 1003, batch = 4;
   const stoke::testing::ToyImages data(size);
-  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>({})
+  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>({})
                     .batch_size(batch)
                     .shuffle(11)
                     .remainder(remainder)

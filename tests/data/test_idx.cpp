@@ -20,7 +20,7 @@
 #include <gtest/gtest.h>
 #include <stoke/core/error.hpp>
 #include <stoke/cpu/backend.hpp>
-#include <stoke/cpu/classification_batcher.hpp>
+#include <stoke/cpu/image_batcher.hpp>
 #include <stoke/data/batcher.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/sources/idx.hpp>
@@ -39,7 +39,7 @@ using Bytes = std::vector<std::uint8_t>;
 static_assert(stoke::Dataset<stoke::IdxClassificationDataset>);
 static_assert(std::is_same_v<stoke::dataset_item_t<stoke::IdxClassificationDataset>,
                              stoke::cpu::LabeledImage>);
-static_assert(stoke::Batcher<stoke::cpu::ClassificationBatcher, stoke::cpu::Backend,
+static_assert(stoke::Batcher<stoke::cpu::ImageBatcher, stoke::cpu::Backend,
                              stoke::cpu::LabeledImage>);
 
 /// An IDX file: magic (0, 0, type, rank), big-endian dims, then `data`.
@@ -338,10 +338,10 @@ TEST(IdxErrors, CountMismatchNamesBothFilesAndBothCounts) {
                              HasSubstr("offset 4")));
 }
 
-TEST(ClassificationBatcher, NormalisesPixelsAndKeepsLabels) {
+TEST(ImageBatcher, NormalisesPixelsAndKeepsLabels) {
   const Bytes a{0, 255, 51};
   const Bytes b{102, 0, 255};
-  const stoke::cpu::ClassificationBatcher batcher{.mean = 0.5F, .std = 0.25F};
+  const stoke::cpu::ImageBatcher batcher{.mean = 0.5F, .std = 0.25F};
   const auto batch = batcher.batch({{a, 3}, {b, 9}}, stoke::cpu::Device{1});
   EXPECT_EQ(batch.inputs.shape(), (std::vector<std::size_t>{2, 3}));
   EXPECT_EQ(batch.inputs.device(), stoke::cpu::Device{1});
@@ -352,29 +352,30 @@ TEST(ClassificationBatcher, NormalisesPixelsAndKeepsLabels) {
   EXPECT_EQ(batch.labels, (std::vector<std::int32_t>{3, 9}));
 }
 
-TEST(ClassificationBatcher, DefaultScalesBytesToTheUnitInterval) {
+TEST(ImageBatcher, DefaultScalesBytesToTheUnitInterval) {
   const Bytes a{0, 255};
-  const auto batch = stoke::cpu::ClassificationBatcher{}.batch({{a, 0}}, {});
+  const auto batch = stoke::cpu::ImageBatcher{}.batch({{a, 0}}, {});
   EXPECT_EQ(batch.inputs.values()[0], 0.0F);
   EXPECT_EQ(batch.inputs.values()[1], 1.0F);
 }
 
-TEST(ClassificationBatcher, RefusesImagesOfDifferentSizesNamingTheItem) {
+TEST(ImageBatcher, RefusesImagesOfDifferentSizesNamingTheItem) {
   const Bytes a{1, 2, 3};
   const Bytes b{1, 2};
-  const auto message = message_of<stoke::InputError>(
-      [&] { (void)stoke::cpu::ClassificationBatcher{}.batch({{a, 0}, {a, 1}, {b, 2}}, {}); });
+  const auto message = message_of<stoke::InputError>([&] {
+    (void)stoke::cpu::ImageBatcher{}.batch({{a, 0}, {a, 1}, {b, 2}}, {});
+  });
   EXPECT_THAT(message, AllOf(HasSubstr("item 2"), HasSubstr("2 pixels"), HasSubstr("3")));
 }
 
-TEST(ClassificationBatcher, BatchesTheImagesOfAnIdxDataset) {
+TEST(ImageBatcher, BatchesTheImagesOfAnIdxDataset) {
   TempDir dir;
   const SmallSet set;
   write_plain(dir / "images", set.images);
   write_plain(dir / "labels", set.labels);
   const stoke::IdxClassificationDataset dataset(dir / "images", dir / "labels");
   const auto batch =
-      stoke::cpu::ClassificationBatcher{}.batch({dataset.get(2), dataset.get(0)}, {});
+      stoke::cpu::ImageBatcher{}.batch({dataset.get(2), dataset.get(0)}, {});
   EXPECT_EQ(batch.inputs.shape(), (std::vector<std::size_t>{2, 6}));
   EXPECT_FLOAT_EQ(batch.inputs.row(0)[0], 22.0F / 255.0F);
   EXPECT_EQ(batch.labels, (std::vector<std::int32_t>{255, 7}));

@@ -152,7 +152,7 @@ TEST(Agreement, NamesEveryMismatchOfEveryRank) {
   const auto errors = errors_of_every_rank(3, [](InProcessGroup& group) {
     const stoke::testing::ToyImages data(100);
     auto builder =
-        stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ClassificationBatcher>({})
+        stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>({})
             .batch_size(8)
             .shuffle(group.rank() == 2 ? 8 : 7);
     if (group.rank() == 1)

@@ -1,4 +1,4 @@
-// Plan: which positions each loader reads; slices and interleaved parts, with the remainder
+// EpochPlan: which positions each loader reads; slices and interleaved parts, with the remainder
 // dropped, padded or kept.
 #include <gtest/gtest.h>
 
@@ -6,15 +6,15 @@
 #include <map>
 #include <vector>
 
-#include <stoke/data/plan.hpp>
+#include <stoke/data/epoch_plan.hpp>
 
 namespace {
 
-using stoke::Plan;
+using stoke::EpochPlan;
 using stoke::Remainder;
 
 /// The epoch positions a plan reads in `epoch`, in order (padding included).
-std::vector<std::size_t> read_positions(const Plan& plan, std::size_t epoch = 0) {
+std::vector<std::size_t> read_positions(const EpochPlan& plan, std::size_t epoch = 0) {
   const auto layout = plan.layout(epoch);
   std::vector<std::size_t> out;
   for (std::size_t q = 0; q < layout.length; ++q) out.push_back(plan.locate(layout, q));
@@ -27,8 +27,8 @@ std::vector<std::size_t> iota(std::size_t begin, std::size_t end) {
   return out;
 }
 
-TEST(Plan, PartialKeepsASmallerLastBatch) {
-  const Plan plan(10, 4, Remainder::partial);
+TEST(EpochPlan, PartialKeepsASmallerLastBatch) {
+  const EpochPlan plan(10, 4, Remainder::partial);
   const auto layout = plan.layout(0);
   EXPECT_EQ(layout.num_batches, 3u);
   EXPECT_EQ(layout.length, 10u);
@@ -36,16 +36,16 @@ TEST(Plan, PartialKeepsASmallerLastBatch) {
   EXPECT_EQ(read_positions(plan), iota(0, 10));
 }
 
-TEST(Plan, DropReportsTheDroppedSamples) {
-  const Plan plan(10, 4, Remainder::drop);
+TEST(EpochPlan, DropReportsTheDroppedSamples) {
+  const EpochPlan plan(10, 4, Remainder::drop);
   const auto layout = plan.layout(0);
   EXPECT_EQ(layout.num_batches, 2u);
   EXPECT_EQ(layout.dropped, 2u);
   EXPECT_EQ(read_positions(plan), iota(0, 8));
 }
 
-TEST(Plan, PadWrapsAroundAndMarksTheTailAsPadding) {
-  const Plan plan(10, 4, Remainder::pad);
+TEST(EpochPlan, PadWrapsAroundAndMarksTheTailAsPadding) {
+  const EpochPlan plan(10, 4, Remainder::pad);
   const auto layout = plan.layout(0);
   EXPECT_EQ(layout.num_batches, 3u);
   EXPECT_EQ(layout.padding, 2u);
@@ -53,27 +53,27 @@ TEST(Plan, PadWrapsAroundAndMarksTheTailAsPadding) {
   EXPECT_EQ(read_positions(plan), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 0, 1}));
 }
 
-TEST(Plan, SliceReadsPositionsOfTheParentSequence) {
-  Plan plan(10, 3, Remainder::partial);
+TEST(EpochPlan, SliceReadsPositionsOfTheParentSequence) {
+  EpochPlan plan(10, 3, Remainder::partial);
   plan.add_slice(2, 7);
   EXPECT_EQ(read_positions(plan), iota(2, 7));
   plan.add_slice(1, 100);  // a slice of a slice, clamped to its parent
   EXPECT_EQ(read_positions(plan), iota(3, 7));
 }
 
-TEST(Plan, SliceWithEndBeforeBeginIsRefused) {
-  Plan plan(10, 3, Remainder::partial);
+TEST(EpochPlan, SliceWithEndBeforeBeginIsRefused) {
+  EpochPlan plan(10, 3, Remainder::partial);
   EXPECT_THROW(plan.add_slice(5, 4), stoke::UsageError);
 }
 
-TEST(Plan, PartTakesEveryCountthBatch) {
-  Plan plan(12, 2, Remainder::drop);
+TEST(EpochPlan, PartTakesEveryCountthBatch) {
+  EpochPlan plan(12, 2, Remainder::drop);
   plan.add_part(3, 1);
   EXPECT_EQ(read_positions(plan), (std::vector<std::size_t>{2, 3, 8, 9}));
 }
 
-TEST(Plan, SplittingAPartialLoaderIsRefusedWithTheReason) {
-  Plan plan(12, 2, Remainder::partial);
+TEST(EpochPlan, SplittingAPartialLoaderIsRefusedWithTheReason) {
+  EpochPlan plan(12, 2, Remainder::partial);
   try {
     plan.add_part(2, 0);
     FAIL() << "expected an exception";
@@ -83,8 +83,8 @@ TEST(Plan, SplittingAPartialLoaderIsRefusedWithTheReason) {
   }
 }
 
-TEST(Plan, PartIndexOutOfRangeIsRefused) {
-  Plan plan(12, 2, Remainder::pad);
+TEST(EpochPlan, PartIndexOutOfRangeIsRefused) {
+  EpochPlan plan(12, 2, Remainder::pad);
   EXPECT_THROW(plan.add_part(2, 2), stoke::UsageError);
   EXPECT_THROW(plan.add_part(0, 0), stoke::UsageError);
 }
@@ -92,7 +92,7 @@ TEST(Plan, PartIndexOutOfRangeIsRefused) {
 // Exhaustive over small shapes: parts have equal batch counts, padding is a suffix of each
 // part and is exactly what the layout reports, and the parts cover every position exactly once
 // (pad) or at most once with the reported number dropped (drop).
-TEST(Plan, PartsCoverEveryPositionOnceWithEqualBatchCounts) {
+TEST(EpochPlan, PartsCoverEveryPositionOnceWithEqualBatchCounts) {
   for (const Remainder remainder : {Remainder::drop, Remainder::pad}) {
     for (std::size_t n = 0; n <= 40; ++n) {
       for (std::size_t b = 1; b <= 5; ++b) {
@@ -101,7 +101,7 @@ TEST(Plan, PartsCoverEveryPositionOnceWithEqualBatchCounts) {
           std::size_t batches = 0;
           std::size_t dropped = 0;
           for (std::size_t j = 0; j < k; ++j) {
-            Plan plan(n, b, remainder);
+            EpochPlan plan(n, b, remainder);
             plan.add_part(k, j);
             const auto layout = plan.layout(0);
             if (j == 0) batches = layout.num_batches;
@@ -128,8 +128,8 @@ TEST(Plan, PartsCoverEveryPositionOnceWithEqualBatchCounts) {
   }
 }
 
-TEST(Plan, PaddedPositionsRepeatRealOnes) {
-  Plan plan(5, 2, Remainder::pad);
+TEST(EpochPlan, PaddedPositionsRepeatRealOnes) {
+  EpochPlan plan(5, 2, Remainder::pad);
   plan.add_part(2, 1);
   const auto layout = plan.layout(0);
   // Parent batches: [0 1] [2 3] [4 0'] [1' 2']: part 1 takes batches 1 and 3.
@@ -138,15 +138,15 @@ TEST(Plan, PaddedPositionsRepeatRealOnes) {
   EXPECT_EQ(layout.pad_from, 2u);
 }
 
-TEST(Plan, TwoPartsInARowEqualOneFlatPart) {
+TEST(EpochPlan, TwoPartsInARowEqualOneFlatPart) {
   for (std::size_t ranks = 1; ranks <= 3; ++ranks) {
     for (std::size_t devices = 1; devices <= 3; ++devices) {
       for (std::size_t r = 0; r < ranks; ++r) {
         for (std::size_t d = 0; d < devices; ++d) {
-          Plan nested(50, 3, Remainder::pad);
+          EpochPlan nested(50, 3, Remainder::pad);
           nested.add_part(ranks, r);
           nested.add_part(devices, d);
-          Plan flat(50, 3, Remainder::pad);
+          EpochPlan flat(50, 3, Remainder::pad);
           flat.add_part(ranks * devices, r + ranks * d);
           ASSERT_EQ(read_positions(nested), read_positions(flat));
           ASSERT_EQ(nested.part_count(), ranks * devices);
@@ -156,21 +156,21 @@ TEST(Plan, TwoPartsInARowEqualOneFlatPart) {
   }
 }
 
-TEST(Plan, ResumeSkipsTheConsumedPrefixOfThatEpochOnly) {
-  Plan plan(10, 2, Remainder::partial);
+TEST(EpochPlan, ResumeSkipsTheConsumedPrefixOfThatEpochOnly) {
+  EpochPlan plan(10, 2, Remainder::partial);
   plan.resume_at(3, 6);
   EXPECT_EQ(read_positions(plan, 3), iota(6, 10));
   EXPECT_EQ(read_positions(plan, 4), iota(0, 10));
 }
 
-TEST(Plan, LocatesARunOfPositionsAsOneAtATime) {
-  Plan plain(10, 4, Remainder::pad);
-  Plan resumed(10, 4, Remainder::drop);
+TEST(EpochPlan, LocatesARunOfPositionsAsOneAtATime) {
+  EpochPlan plain(10, 4, Remainder::pad);
+  EpochPlan resumed(10, 4, Remainder::drop);
   resumed.resume_at(0, 3);
-  Plan split(23, 4, Remainder::pad);
+  EpochPlan split(23, 4, Remainder::pad);
   split.add_slice(1, 22);
   split.add_part(2, 1);
-  for (const Plan* plan : {&plain, &resumed, &split}) {
+  for (const EpochPlan* plan : {&plain, &resumed, &split}) {
     const auto layout = plan->layout(0);
     for (std::size_t first = 0; first < layout.length; ++first) {
       std::vector<std::size_t> run(layout.length - first);
@@ -182,9 +182,9 @@ TEST(Plan, LocatesARunOfPositionsAsOneAtATime) {
   }
 }
 
-TEST(Plan, EmptyDatasetHasNoBatches) {
+TEST(EpochPlan, EmptyDatasetHasNoBatches) {
   for (const Remainder remainder : {Remainder::partial, Remainder::drop, Remainder::pad}) {
-    Plan plan(0, 4, remainder);
+    EpochPlan plan(0, 4, remainder);
     EXPECT_EQ(plan.layout(0).num_batches, 0u);
     if (remainder != Remainder::partial) {
       plan.add_part(3, 2);
@@ -193,8 +193,8 @@ TEST(Plan, EmptyDatasetHasNoBatches) {
   }
 }
 
-TEST(Plan, BatchSizeZeroIsRefused) {
-  EXPECT_THROW(Plan(10, 0, Remainder::pad), stoke::UsageError);
+TEST(EpochPlan, BatchSizeZeroIsRefused) {
+  EXPECT_THROW(EpochPlan(10, 0, Remainder::pad), stoke::UsageError);
 }
 
 }  // namespace

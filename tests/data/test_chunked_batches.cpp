@@ -1,4 +1,4 @@
-// PartBatcher: a batch made in row ranges equals the whole batch; the multithread loader has
+// ChunkedBatcher: a batch made in row ranges equals the whole batch; the multithread loader has
 // the first batch of an epoch filled by several threads (the consumer among them), with the
 // same batches, errors that name the row's index and thread, and clean drops.
 #include <gmock/gmock.h>
@@ -45,7 +45,7 @@ struct RowDataset {
   }
 };
 
-/// Which threads filled the parts of one batch made in parts.
+/// Which threads filled the chunks of one batch made in chunks.
 struct FillRecord {
   std::mutex mutex;
   std::condition_variable filled;
@@ -53,17 +53,17 @@ struct FillRecord {
   std::vector<std::size_t> first_items;  ///< the first item of the batch, once per opening
 };
 
-/// How `RecordingBatcher` fills a part. A part waits (up to `patience`) until
-/// `threads_per_batch` threads have filled parts of its batch; a part whose rows hold
+/// How `RecordingBatcher` fills a chunk. A chunk waits (up to `patience`) until
+/// `threads_per_batch` threads have filled chunks of its batch; a chunk whose rows hold
 /// `failing_item` throws.
 struct FillSettings {
   std::shared_ptr<FillRecord> record = std::make_shared<FillRecord>();
   std::size_t threads_per_batch = 1;
   std::optional<std::size_t> failing_item;
-  std::chrono::microseconds part_delay{0};
+  std::chrono::microseconds chunk_delay{0};
 };
 
-/// A batch of dataset indices being filled in parts by `RecordingBatcher`.
+/// A batch of dataset indices being filled in chunks by `RecordingBatcher`.
 class RecordedPending {
  public:
   RecordedPending(FillSettings settings, std::vector<std::size_t> items)
@@ -79,7 +79,7 @@ class RecordedPending {
       record.filled.wait_for(lock, patience,
                              [&] { return threads_->size() >= settings_.threads_per_batch; });
     }
-    std::this_thread::sleep_for(settings_.part_delay);
+    std::this_thread::sleep_for(settings_.chunk_delay);
     for (std::size_t i = first; i < last; ++i) {
       if (items_[i] == settings_.failing_item) {
         throw std::runtime_error("cannot batch item " + std::to_string(items_[i]));
@@ -97,8 +97,8 @@ class RecordedPending {
       std::make_shared<std::set<std::thread::id>>();
 };
 
-/// A `PartBatcher` of dataset indices that records the threads filling each batch made in
-/// parts, and the first item of every batch it began.
+/// A `ChunkedBatcher` of dataset indices that records the threads filling each batch made in
+/// chunks, and the first item of every batch it began.
 struct RecordingBatcher {
   FillSettings settings;
 
@@ -117,22 +117,22 @@ struct RecordingBatcher {
 };
 
 static_assert(
-    stoke::PartBatcher<stoke::cpu::StackBatcher<float>, Backend, std::vector<std::int32_t>>);
+    stoke::ChunkedBatcher<stoke::cpu::StackBatcher<float>, Backend, std::vector<std::int32_t>>);
 static_assert(
-    stoke::PartBatcher<stoke::cpu::ClassificationBatcher, Backend, stoke::cpu::LabeledImage>);
-static_assert(stoke::PartBatcher<RecordingBatcher, Backend, std::size_t>);
+    stoke::ChunkedBatcher<stoke::cpu::ImageBatcher, Backend, stoke::cpu::LabeledImage>);
+static_assert(stoke::ChunkedBatcher<RecordingBatcher, Backend, std::size_t>);
 // A batch of plain numbers is not worth splitting, and a plain batcher cannot be split.
 static_assert(stoke::Batcher<stoke::cpu::StackBatcher<float>, Backend, std::int32_t>);
-static_assert(!stoke::PartBatcher<stoke::cpu::StackBatcher<float>, Backend, std::int32_t>);
-static_assert(!stoke::PartBatcher<stoke::testing::ItemsBatcher, Backend, std::size_t>);
+static_assert(!stoke::ChunkedBatcher<stoke::cpu::StackBatcher<float>, Backend, std::int32_t>);
+static_assert(!stoke::ChunkedBatcher<stoke::testing::ItemsBatcher, Backend, std::size_t>);
 
-/// Whether this machine lets two threads make parts at once (the pool allows one per
+/// Whether this machine lets two threads make chunks at once (the pool allows one per
 /// processor).
-bool two_part_makers() {
+bool two_chunk_makers() {
   return std::thread::hardware_concurrency() >= 2;
 }
 
-TEST(PartBatcher, AStackFilledInRangesInAnyOrderEqualsTheWholeBatch) {
+TEST(ChunkedBatcher, AStackFilledInRangesInAnyOrderEqualsTheWholeBatch) {
   const RowDataset data{9};
   std::vector<std::vector<std::int32_t>> items;
   for (std::size_t i = 0; i < data.size(); ++i) items.push_back(data.get(i));
@@ -143,13 +143,13 @@ TEST(PartBatcher, AStackFilledInRangesInAnyOrderEqualsTheWholeBatch) {
   pending.fill(5, 9);
   pending.fill(0, 2);
   pending.fill(2, 5);
-  const auto parts = std::move(pending).finish();
-  EXPECT_EQ(parts.shape(), whole.shape());
-  EXPECT_THAT(parts.values(), testing::ElementsAreArray(whole.values()));
-  EXPECT_EQ(parts.values()[3 * 4 + 2], 3.0F * 4 * 0.5F + 1.0F);
+  const auto chunks = std::move(pending).finish();
+  EXPECT_EQ(chunks.shape(), whole.shape());
+  EXPECT_THAT(chunks.values(), testing::ElementsAreArray(whole.values()));
+  EXPECT_EQ(chunks.values()[3 * 4 + 2], 3.0F * 4 * 0.5F + 1.0F);
 }
 
-TEST(PartBatcher, AStackRefusesRangesOfDifferentLengthsBeforeAnyRowIsFilled) {
+TEST(ChunkedBatcher, AStackRefusesRangesOfDifferentLengthsBeforeAnyRowIsFilled) {
   const stoke::cpu::StackBatcher<float> batcher;
   std::vector<std::vector<std::int32_t>> items{{1, 2}, {3, 4}, {5}};
   try {
@@ -161,38 +161,38 @@ TEST(PartBatcher, AStackRefusesRangesOfDifferentLengthsBeforeAnyRowIsFilled) {
   }
 }
 
-TEST(PartBatcher, ImagesFilledInRangesEqualTheWholeClassificationBatch) {
+TEST(ChunkedBatcher, ImagesFilledInRangesEqualTheWholeClassificationBatch) {
   const ToyImages images(7);
   std::vector<stoke::cpu::LabeledImage> items;
   for (std::size_t i = 0; i < images.size(); ++i) items.push_back(images.get(i));
-  const stoke::cpu::ClassificationBatcher batcher{.mean = 0.25F, .std = 0.5F};
+  const stoke::cpu::ImageBatcher batcher{.mean = 0.25F, .std = 0.5F};
   const auto whole = batcher.batch(items, stoke::cpu::Device{});
   auto pending = batcher.begin_batch(items, stoke::cpu::Device{});
   pending.fill(3, 7);
   pending.fill(0, 3);
-  const auto parts = std::move(pending).finish();
-  EXPECT_THAT(parts.inputs.values(), testing::ElementsAreArray(whole.inputs.values()));
-  EXPECT_EQ(parts.labels, whole.labels);
+  const auto chunks = std::move(pending).finish();
+  EXPECT_THAT(chunks.inputs.values(), testing::ElementsAreArray(whole.inputs.values()));
+  EXPECT_EQ(chunks.labels, whole.labels);
 }
 
-TEST(WorkerPoolParts, TheWaitingConsumerMakesPartsOfTheStepItNeeds) {
-  if (!two_part_makers()) GTEST_SKIP() << "one processor: only one thread makes parts at once";
+TEST(WorkerPoolChunks, TheWaitingConsumerMakesChunksOfTheStepItNeeds) {
+  if (!two_chunk_makers()) GTEST_SKIP() << "one processor: only one thread makes chunks at once";
   using Pool = stoke::detail::WorkerPool<int>;
 
-  /// Two parts; each waits until the consumer has made one, so the step completes only if
+  /// Two chunks; each waits until the consumer has made one, so the step completes only if
   /// the consumer helps.
-  struct WaitForConsumer : stoke::detail::StepParts<int> {
+  struct WaitForConsumer : stoke::detail::StepChunks<int> {
     std::mutex mutex;
     std::condition_variable made;
     bool consumer_made = false;
     int sum = 0;
-    [[nodiscard]] std::size_t parts() const override { return 2; }
-    void make_part(std::size_t part, std::size_t worker) override {
+    [[nodiscard]] std::size_t chunks() const override { return 2; }
+    void make_chunk(std::size_t chunk, std::size_t worker) override {
       std::unique_lock lock(mutex);
       if (worker == Pool::consumer) consumer_made = true;
       made.notify_all();
       made.wait_for(lock, patience, [&] { return consumer_made; });
-      sum += static_cast<int>(part) + 1;
+      sum += static_cast<int>(chunk) + 1;
     }
     int finish() override { return consumer_made ? sum : -1; }
   };
@@ -200,18 +200,28 @@ TEST(WorkerPoolParts, TheWaitingConsumerMakesPartsOfTheStepItNeeds) {
   Pool pool(1, 2);
   std::vector<std::size_t> opened;
   std::mutex opened_mutex;
-  const std::size_t generation = pool.start(
-      3, [](std::size_t step, std::size_t) { return 100 + static_cast<int>(step); },
-      [&](std::size_t step, std::size_t) {
-        const std::lock_guard lock(opened_mutex);
-        opened.push_back(step);
-        return std::make_shared<WaitForConsumer>();
-      });
+  /// Makes steps whole as 100 + step, and opens them as `WaitForConsumer`, recording which.
+  struct Steps : stoke::detail::StepMaker<int> {
+    std::vector<std::size_t>* opened = nullptr;
+    std::mutex* opened_mutex = nullptr;
+    int make(std::size_t step, std::size_t) const override { return 100 + static_cast<int>(step); }
+    [[nodiscard]] bool makes_chunks() const noexcept override { return true; }
+    std::shared_ptr<stoke::detail::StepChunks<int>> open(std::size_t step,
+                                                        std::size_t) const override {
+      const std::lock_guard lock(*opened_mutex);
+      opened->push_back(step);
+      return std::make_shared<WaitForConsumer>();
+    }
+  };
+  auto steps = std::make_shared<Steps>();
+  steps->opened = &opened;
+  steps->opened_mutex = &opened_mutex;
+  const std::size_t generation = pool.start(3, std::move(steps));
   const auto start = std::chrono::steady_clock::now();
   const std::optional<int> first = pool.take(generation);
   EXPECT_LT(std::chrono::steady_clock::now() - start, patience) << "the consumer did not help";
-  EXPECT_EQ(first, 3);  // both parts made, one of them by the consumer
-  // Later steps are made whole or in parts, but always in order.
+  EXPECT_EQ(first, 3);  // both chunks made, one of them by the consumer
+  // Later steps are made whole or in chunks, but always in order.
   for (int step = 1; step < 3; ++step) {
     const std::optional<int> value = pool.take(generation);
     ASSERT_TRUE(value.has_value());
@@ -220,11 +230,11 @@ TEST(WorkerPoolParts, TheWaitingConsumerMakesPartsOfTheStepItNeeds) {
   EXPECT_EQ(pool.take(generation), std::nullopt);
   const std::lock_guard lock(opened_mutex);
   ASSERT_FALSE(opened.empty());
-  EXPECT_EQ(opened.front(), 0u);  // the first step of an epoch is always made in parts
+  EXPECT_EQ(opened.front(), 0u);  // the first step of an epoch is always made in chunks
 }
 
-TEST(MultiThreadLoaderParts, TheFirstBatchOfEveryEpochIsFilledByMoreThanOneThread) {
-  if (!two_part_makers()) GTEST_SKIP() << "one processor: only one thread makes parts at once";
+TEST(MultiThreadLoaderChunks, TheFirstBatchOfEveryEpochIsFilledByMoreThanOneThread) {
+  if (!two_chunk_makers()) GTEST_SKIP() << "one processor: only one thread makes chunks at once";
   const RecordingBatcher batcher{{.threads_per_batch = 2}};
   auto loader = stoke::DataLoaderBuilder<Backend, RecordingBatcher>(batcher)
                     .batch_size(16)
@@ -246,13 +256,13 @@ TEST(MultiThreadLoaderParts, TheFirstBatchOfEveryEpochIsFilledByMoreThanOneThrea
   EXPECT_GE(batcher.settings.record->threads.size(), 2u);
 }
 
-TEST(MultiThreadLoaderParts, BatchesMadeInPartsEqualTheCallerThreadLoadersForAnyWorkerCount) {
+TEST(MultiThreadLoaderChunks, BatchesMadeInPartsEqualTheCallerThreadLoadersForAnyWorkerCount) {
   const auto build = [](std::size_t workers) {
     return stoke::DataLoaderBuilder<Backend, stoke::cpu::StackBatcher<float>>({.scale = 0.25F})
         .batch_size(6)
         .shuffle(11)
         .num_workers(workers)
-        .prefetch(2)
+        .queue_depth(2)
         .build(RowDataset{40});
   };
   auto reference = build(0);
@@ -274,8 +284,8 @@ TEST(MultiThreadLoaderParts, BatchesMadeInPartsEqualTheCallerThreadLoadersForAny
   }
 }
 
-TEST(MultiThreadLoaderParts, AFailedPartNamesTheIndexOfItsRowAndTheThreadThatFilledIt) {
-  // Batches of 4 rows, cut into 4 parts of one row: the failing row is named exactly.
+TEST(MultiThreadLoaderChunks, AFailedChunkNamesTheIndexOfItsRowAndTheThreadThatFilledIt) {
+  // Batches of 4 rows, cut into 4 chunks of one row: the failing row is named exactly.
   const RecordingBatcher batcher{{.failing_item = 2}};
   auto loader = stoke::DataLoaderBuilder<Backend, RecordingBatcher>(batcher)
                     .batch_size(4)
@@ -299,7 +309,7 @@ TEST(MultiThreadLoaderParts, AFailedPartNamesTheIndexOfItsRowAndTheThreadThatFil
       stoke::DataError);
 }
 
-TEST(MultiThreadLoaderParts, ABatchThatCannotBeginNamesItsFirstIndex) {
+TEST(MultiThreadLoaderChunks, ABatchThatCannotBeginNamesItsFirstIndex) {
   /// Row `i` has `1 + (i == 5)` elements: the batch holding sample 5 cannot be stacked.
   struct RaggedRows {
     [[nodiscard]] std::size_t size() const { return 8; }
@@ -324,8 +334,8 @@ TEST(MultiThreadLoaderParts, ABatchThatCannotBeginNamesItsFirstIndex) {
   }
 }
 
-TEST(MultiThreadLoaderParts, DroppingARangeWhileItsFirstBatchIsMadeInPartsDoesNotHang) {
-  const RecordingBatcher batcher{{.part_delay = 2ms}};
+TEST(MultiThreadLoaderChunks, DroppingARangeWhileItsFirstBatchIsMadeInPartsDoesNotHang) {
+  const RecordingBatcher batcher{{.chunk_delay = 2ms}};
   auto loader = stoke::DataLoaderBuilder<Backend, RecordingBatcher>(batcher)
                     .batch_size(32)
                     .shuffle(5)

@@ -85,7 +85,22 @@ TEST(BatchLoader, DropLastDropsTheIncompleteBatch) {
   EXPECT_EQ(loader.num_batches(), 2u);
   EXPECT_EQ(loader.num_items(), 8u);
   EXPECT_EQ(loader.layout(0).dropped, 2u);
+  EXPECT_EQ(loader.num_dropped(), 2u);
+  EXPECT_EQ(loader.num_padded(), 0u);
   EXPECT_EQ(epoch_items(loader), iota(8));
+}
+
+TEST(BatchLoader, ReportsThePaddingAndTheDroppedSamplesOfTheNextEpoch) {
+  const auto padded =
+      builder().batch_size(4).remainder(stoke::Remainder::pad).build_batch_loader(IotaDataset{10});
+  EXPECT_EQ(padded.num_items(), 12u);
+  EXPECT_EQ(padded.num_padded(), 2u);
+  EXPECT_EQ(padded.num_dropped(), 0u);
+  // Split in three, 10 samples in batches of 4 fill no round of 12: each part drops them all.
+  const auto part =
+      builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10}).part(3, 1);
+  EXPECT_EQ(part.num_batches(), 0u);
+  EXPECT_EQ(part.num_dropped(), 10u);
 }
 
 TEST(BatchLoader, PadFillsTheLastBatchAndMarksThePadding) {
@@ -179,7 +194,7 @@ TEST(BatchLoader, BatchLargerThanDatasetGivesOneBatch) {
 
 TEST(Builder, RejectsZeroBatchSizeAndZeroPrefetch) {
   EXPECT_THROW(builder().batch_size(0), stoke::UsageError);
-  EXPECT_THROW(builder().prefetch(0), stoke::UsageError);
+  EXPECT_THROW(builder().queue_depth(0), stoke::UsageError);
 }
 
 }  // namespace

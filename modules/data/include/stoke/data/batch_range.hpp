@@ -1,0 +1,106 @@
+#pragma once
+/// @file
+/// `BatchRange`: what every loader's `iter()` returns, one epoch's batches as a single-pass
+/// input range, and `BatchFeed`, where those batches come from.
+
+#include <cstddef>
+#include <iterator>
+#include <memory>
+#include <optional>
+#include <utility>
+
+namespace stoke {
+
+/// The producer behind a `BatchRange`: the caller's thread, a loader's workers or a prefetch
+/// pipeline.
+template <class Value>
+class BatchFeed {
+ public:
+  BatchFeed() = default;
+  BatchFeed(const BatchFeed&) = delete;
+  BatchFeed& operator=(const BatchFeed&) = delete;
+  virtual ~BatchFeed() = default;
+
+  /// The next batch, waiting until it is ready; `std::nullopt` after the last one. Rethrows
+  /// the failure of the batch it waited for.
+  virtual std::optional<Value> next() = 0;
+  /// Called once when the range is dropped, also mid-epoch: stops making batches.
+  virtual void cancel() noexcept {}
+};
+
+/// One epoch's batches, in order, as a single-pass input range.
+///
+/// 1. `begin()` starts the pass: it waits for the first batch (the loader's workers have
+///    started on it in `iter()`). Later calls return an iterator at the current batch.
+/// 2. `*it` is the current batch, which the loop body may move from; `++it` waits for the
+///    next. `it == end()` once the epoch is over.
+/// 3. Dropping the range, also mid-epoch, cancels the batches not yet taken; a loader's next
+///    `iter()` supersedes a range still open.
+/// A loader's `state()`, taken in the loop body, counts the batch being processed.
+template <class Value>
+class BatchRange {
+ public:
+  /// The range over the batches `feed` produces.
+  explicit BatchRange(std::unique_ptr<BatchFeed<Value>> feed) : feed_(std::move(feed)) {}
+  BatchRange(const BatchRange&) = delete;
+  BatchRange& operator=(const BatchRange&) = delete;
+  BatchRange(BatchRange&& other) noexcept = default;
+  BatchRange& operator=(BatchRange&&) = delete;
+  ~BatchRange() {
+    if (feed_) feed_->cancel();
+  }
+
+  /// The range's iterator: `*it` is the current batch, `++it` waits for the next one.
+  class iterator {
+   public:
+    using value_type = Value;
+    using difference_type = std::ptrdiff_t;
+    using iterator_concept = std::input_iterator_tag;
+
+    iterator() = default;
+    /// An iterator at `range`'s current batch.
+    explicit iterator(BatchRange* range) : range_(range) {}
+    /// The current batch.
+    Value& operator*() const { return *range_->current_; }
+    /// The current batch's members.
+    Value* operator->() const { return &*range_->current_; }
+    /// Waits for the next batch.
+    iterator& operator++() {
+      range_->advance();
+      return *this;
+    }
+    /// Waits for the next batch.
+    void operator++(int) { ++*this; }
+    /// Whether the epoch is over.
+    bool operator==(std::default_sentinel_t) const {
+      return range_ == nullptr || !range_->current_.has_value();
+    }
+
+   private:
+    BatchRange* range_ = nullptr;
+  };
+
+  /// Starts the pass on the first call (waits for the first batch); an iterator at the
+  /// current batch.
+  iterator begin() {
+    if (!started_) {
+      started_ = true;
+      advance();
+    }
+    return iterator(this);
+  }
+  /// The end of the epoch.
+  std::default_sentinel_t end() const noexcept { return {}; }
+
+ private:
+  void advance() {
+    current_.reset();
+    current_ = feed_->next();
+  }
+
+  std::unique_ptr<BatchFeed<Value>> feed_;
+  std::optional<Value> current_;
+  bool started_ = false;
+};
+
+}  // namespace stoke

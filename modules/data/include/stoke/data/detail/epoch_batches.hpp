@@ -1,0 +1,158 @@
+#pragma once
+/// @file
+/// `detail::EpochBatches`: how the batches of one epoch of a loader are made, on whichever
+/// thread asks: the positions of a step mapped to dataset indices, the samples read, the
+/// batcher run, failures rethrown as `DataError`.
+
+#include <algorithm>
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <stoke/core/backend.hpp>
+#include <stoke/core/error.hpp>
+#include <stoke/data/batch.hpp>
+#include <stoke/data/batcher.hpp>
+#include <stoke/data/dataset.hpp>
+#include <stoke/data/detail/any_epoch_order.hpp>
+#include <stoke/data/detail/batch_chunks.hpp>
+#include <stoke/data/detail/loader_source.hpp>
+#include <stoke/data/detail/step_chunks.hpp>
+#include <stoke/data/detail/thread_names.hpp>
+#include <stoke/data/epoch_plan.hpp>
+#include <stoke/data/sample_context.hpp>
+
+namespace stoke::detail {
+
+/// The batches of one epoch of a loader, each made on the thread that asks for it. Immutable:
+/// the loader's workers share one per epoch.
+template <Dataset S, class T, Backend B>
+  requires Batcher<T, B, dataset_item_t<S>>
+class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_item_t<S>>>> {
+ public:
+  using item_type = dataset_item_t<S>;                        ///< one sample
+  using batch_type = Batch<batch_output_t<T, B, item_type>>;  ///< one batch
+  using device_type = device_t<B>;                            ///< where batches go
+
+  /// Epoch `layout.epoch` of a loader with `plan` over `source`, for `device`. With a
+  /// `ChunkedBatcher` and `max_chunks > 0`, the pool may open steps in up to `max_chunks` chunks.
+  EpochBatches(std::shared_ptr<const LoaderSource<S, T>> source, device_type device,
+               std::uint64_t seed, EpochPlan plan, EpochLayout layout, std::size_t max_chunks = 0)
+      : source_(std::move(source)),
+        device_(std::move(device)),
+        seed_(seed),
+        plan_(std::move(plan)),
+        layout_(std::move(layout)),
+        order_(source_->order(layout_.epoch)),
+        max_chunks_(max_chunks) {}
+
+  /// Batches in the epoch.
+  [[nodiscard]] std::size_t num_batches() const noexcept { return layout_.num_batches; }
+
+  /// Makes batch `step` on thread `thread` (named in errors). While it reads and batches,
+  /// `stoke::sample_rng()` gives each sample's stream.
+  batch_type make(std::size_t step, std::size_t thread) const override {
+    StepItems read = read_step(step, thread);
+    const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
+    const SampleContextScope scope(context);
+    try {
+      return batch_type{source_->batcher().batch(std::move(read.items), device_), layout_.epoch,
+                        step, read.padding, std::move(read.indices)};
+    } catch (...) {
+      fail(step, read.indices.empty() ? 0 : read.indices.front(), "batch", thread);
+    }
+  }
+
+  [[nodiscard]] bool makes_chunks() const noexcept override {
+    return ChunkedBatcher<T, B, item_type> && max_chunks_ > 0;
+  }
+
+  /// Reads batch `step` and lets the `ChunkedBatcher` allocate it, on thread `thread`; its row
+  /// ranges are then filled on any threads.
+  std::shared_ptr<StepChunks<batch_type>> open(std::size_t step, std::size_t thread) const override {
+    if constexpr (ChunkedBatcher<T, B, item_type>) {
+      StepItems read = read_step(step, thread);
+      const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
+      const SampleContextScope scope(context);
+      using Pending = decltype(source_->batcher().begin_batch(std::move(read.items), device_));
+      try {
+        return std::make_shared<BatchChunks<batch_output_t<T, B, item_type>, Pending>>(
+            source_->batcher().begin_batch(std::move(read.items), device_), max_chunks_,
+            DataErrorContext{layout_.epoch, step, 0, "batch", thread_name(thread),
+                             device_name(device_)},
+            seed_, std::move(read.indices), read.padding);
+      } catch (...) {
+        fail(step, read.indices.empty() ? 0 : read.indices.front(), "batch", thread);
+      }
+    } else {
+      return StepMaker<batch_type>::open(step, thread);
+    }
+  }
+
+ private:
+  /// The items of one batch read from the dataset, with their dataset indices.
+  struct StepItems {
+    std::vector<item_type> items;
+    std::vector<std::size_t> indices;
+    std::size_t padding = 0;  ///< how many trailing items are padding
+  };
+
+  /// Reads the items of batch `step`, with each sample's context installed; a failed read is
+  /// rethrown as `DataError`.
+  [[nodiscard]] StepItems read_step(std::size_t step, std::size_t thread) const {
+    const std::size_t b = plan_.batch_size();
+    const std::size_t first = step * b;
+    const std::size_t count = std::min(b, layout_.length - first);
+    StepItems read;
+    read.indices.resize(count);
+    plan_.locate(layout_, first, read.indices);
+    order_.map(read.indices);
+    read.padding = first + count - std::clamp(layout_.pad_from, first, first + count);
+    const std::vector<std::size_t>& indices = read.indices;
+
+    SampleContext context{seed_, layout_.epoch, indices, std::nullopt};
+    const SampleContextScope scope(context);
+    std::vector<item_type>& items = read.items;
+    items.reserve(count);
+    const S& dataset = source_->dataset();
+    if constexpr (requires { dataset.get_many(std::span<const std::size_t>(indices), items); }) {
+      try {
+        dataset.get_many(std::span<const std::size_t>(indices), items);
+      } catch (...) {
+        fail(step, count == 0 ? 0 : indices.front(), "get_many", thread);
+      }
+    } else {
+      for (std::size_t i = 0; i < count; ++i) {
+        context.item = i;
+        try {
+          items.push_back(dataset.get(indices[i]));
+        } catch (...) {
+          fail(step, indices[i], "get", thread);
+        }
+      }
+      context.item.reset();
+    }
+    return read;
+  }
+
+  [[noreturn]] void fail(std::size_t step, std::size_t index, const char* stage,
+                         std::size_t thread) const {
+    throw DataError(DataErrorContext{layout_.epoch, step, index, stage, thread_name(thread),
+                                     device_name(device_)},
+                    current_exception_message());
+  }
+
+  std::shared_ptr<const LoaderSource<S, T>> source_;
+  device_type device_;
+  std::uint64_t seed_;
+  EpochPlan plan_;
+  EpochLayout layout_;
+  AnyEpochOrder order_;
+  std::size_t max_chunks_;
+};
+
+}  // namespace stoke::detail

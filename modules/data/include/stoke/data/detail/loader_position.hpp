@@ -1,0 +1,169 @@
+#pragma once
+/// @file
+/// `detail::LoaderPosition`: where a loader stands (the next epoch, how far the consumer got
+/// in the current one), the `LoaderState` it saves and the checks of one it restores.
+
+#include <cstddef>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include <stoke/core/error.hpp>
+#include <stoke/data/batch_range.hpp>
+#include <stoke/data/detail/epoch_ledger.hpp>
+#include <stoke/data/epoch_plan.hpp>
+#include <stoke/data/options.hpp>
+#include <stoke/data/state.hpp>
+
+namespace stoke::detail {
+
+/// How far the consumer got in the epoch it iterates; shared with that epoch's feed.
+struct Progress {
+  std::mutex mutex;
+  bool active = false;        ///< an epoch was started with `iter()`
+  std::size_t epoch = 0;      ///< the epoch started last
+  std::size_t delivered = 0;  ///< its batches handed to the consumer
+  std::size_t num_batches = 0;
+  std::size_t offset = 0;  ///< positions of that epoch skipped on resume
+};
+
+/// A loader's feed: counts each batch it hands to the consumer in the loader's progress.
+template <class Value>
+class LoaderFeed : public BatchFeed<Value> {
+ public:
+  /// A feed that counts its batches in `progress`.
+  explicit LoaderFeed(std::shared_ptr<Progress> progress) : progress_(std::move(progress)) {}
+
+  std::optional<Value> next() final {
+    std::optional<Value> batch = produce();
+    if (batch) {
+      const std::lock_guard lock(progress_->mutex);
+      ++progress_->delivered;
+    }
+    return batch;
+  }
+
+ protected:
+  /// The next batch, `std::nullopt` after the last.
+  virtual std::optional<Value> produce() = 0;
+
+ private:
+  std::shared_ptr<Progress> progress_;
+};
+
+/// The epoch a loader loads next and its progress through the current one. A copy shares the
+/// source's epoch ledger (see `EpochLedger`) and starts with the same epoch and progress.
+class LoaderPosition {
+ public:
+  LoaderPosition() = default;
+  /// Shares `other`'s ledger; copies its epoch and progress.
+  LoaderPosition(const LoaderPosition& other)
+      : next_epoch_(other.next_epoch_), epoch_chosen_(other.epoch_chosen_), ledger_(other.ledger_) {
+    const std::lock_guard lock(other.progress_->mutex);
+    progress_->active = other.progress_->active;
+    progress_->epoch = other.progress_->epoch;
+    progress_->delivered = other.progress_->delivered;
+    progress_->num_batches = other.progress_->num_batches;
+    progress_->offset = other.progress_->offset;
+  }
+  LoaderPosition& operator=(const LoaderPosition& other) {
+    if (this != &other) *this = LoaderPosition(other);
+    return *this;
+  }
+  LoaderPosition(LoaderPosition&&) noexcept = default;
+  LoaderPosition& operator=(LoaderPosition&&) noexcept = default;
+  ~LoaderPosition() = default;
+
+  /// The epoch the next `begin_epoch` loads.
+  [[nodiscard]] std::size_t epoch() const noexcept { return next_epoch_; }
+  /// Makes the next `begin_epoch` load `epoch`, also one already loaded.
+  void set_epoch(std::size_t epoch) noexcept {
+    next_epoch_ = epoch;
+    epoch_chosen_ = true;
+  }
+  /// Starts a ledger of its own (a slice or a part is a loader of its own).
+  void detach() { ledger_ = std::make_shared<EpochLedger>(); }
+
+  /// Begins the next epoch of `plan`: refuses an epoch the ledger already saw, advances the
+  /// epoch and resets the progress. Returns the epoch's layout.
+  EpochLayout begin_epoch(const EpochPlan& plan) {
+    // A chosen epoch starts a new line of epochs: this loader (and its later copies) go on
+    // from there, apart from what its source did.
+    if (std::exchange(epoch_chosen_, false)) detach();
+    ledger_->begin(next_epoch_);
+    EpochLayout layout = plan.layout(next_epoch_++);
+    const std::lock_guard lock(progress_->mutex);
+    progress_->active = true;
+    progress_->epoch = layout.epoch;
+    progress_->delivered = 0;
+    progress_->num_batches = layout.num_batches;
+    progress_->offset = layout.offset;
+    return layout;
+  }
+
+  /// The progress the current epoch's feed counts in.
+  [[nodiscard]] const std::shared_ptr<Progress>& progress() const noexcept { return progress_; }
+
+  /// {seed, epoch, positions of the epoch consumed by all parts of `plan`'s split together}.
+  [[nodiscard]] LoaderState state(const EpochPlan& plan, const LoaderOptions& options) const {
+    if (plan.has_slices()) {
+      throw UsageError(
+          "stoke: state() is defined for a loader and its split parts, not for a slice");
+    }
+    LoaderState state{options.seed,        next_epoch_,     0,
+                      plan.dataset_size(), options.shuffle, options.shard_aware,
+                      options.remainder};
+    const std::lock_guard lock(progress_->mutex);
+    if (!progress_->active || progress_->delivered >= progress_->num_batches) {
+      state.consumed = plan.layout(next_epoch_).offset;
+      return state;
+    }
+    const std::size_t consumed =
+        progress_->offset + progress_->delivered * plan.batch_size() * plan.part_count();
+    if (consumed >= plan.dataset_size()) return state;  // only padding is left
+    state.epoch = progress_->epoch;
+    state.consumed = consumed;
+    return state;
+  }
+
+  /// Resumes from `state`: the next epoch is the rest of `state.epoch`, split over `plan`'s
+  /// parts. A state of another dataset size, seed or order is refused naming the mismatch.
+  void restore(const LoaderState& state, EpochPlan& plan, const LoaderOptions& options) {
+    const auto mismatch = [](const char* what, auto saved, auto here) {
+      throw InputError(std::string("stoke: cannot restore loader state: it was saved with ") +
+                       what + " " + std::to_string(saved) + ", this loader has " +
+                       std::to_string(here));
+    };
+    if (state.dataset_size != plan.dataset_size()) {
+      mismatch("dataset size", state.dataset_size, plan.dataset_size());
+    }
+    if (state.shuffle != options.shuffle) mismatch("shuffle", state.shuffle, options.shuffle);
+    if (state.shard_aware != options.shard_aware) {
+      mismatch("shard_aware", state.shard_aware, options.shard_aware);
+    }
+    if (state.seed != options.seed) mismatch("seed", state.seed, options.seed);
+    if (state.remainder != options.remainder) {
+      throw InputError(std::string("stoke: cannot restore loader state: it was saved with "
+                                   "remainder ") +
+                       std::string(remainder_name(state.remainder)) + ", this loader has " +
+                       std::string(remainder_name(options.remainder)));
+    }
+    if (state.consumed > state.dataset_size) {
+      mismatch("consumed positions beyond the dataset size", state.consumed, state.dataset_size);
+    }
+    set_epoch(state.epoch);
+    plan.resume_at(state.epoch, state.consumed);
+    const std::lock_guard lock(progress_->mutex);
+    progress_->active = false;
+  }
+
+ private:
+  std::size_t next_epoch_ = 0;
+  bool epoch_chosen_ = false;  ///< `set_epoch` or `restore` chose the next epoch
+  std::shared_ptr<EpochLedger> ledger_ = std::make_shared<EpochLedger>();
+  std::shared_ptr<Progress> progress_ = std::make_shared<Progress>();
+};
+
+}  // namespace stoke::detail
