@@ -51,6 +51,8 @@ using stoke::SoftmaxShape;
 using stoke::Staged;
 using stoke::stager_t;
 using stoke::StagingBackend;
+using stoke::StateError;
+using stoke::UsageError;
 }  // namespace stoke
 // --8<-- [end:wrapper]
 

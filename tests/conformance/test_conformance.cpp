@@ -74,7 +74,7 @@ TYPED_TEST(Conformance, PrefetchedLoaderIsADataLoader) {
   EXPECT_THAT(indices, ::testing::ElementsAre(8, 9, 10, 11, 12, 13, 14, 15));
   EXPECT_THROW(
       (void)stoke::prefetch_to_device<TypeParam>(TestFixture::builder().build(IotaDataset{4}), 0),
-      std::invalid_argument);
+      stoke::UsageError);
 }
 
 TYPED_TEST(Conformance, BatchesLandOnTheDeviceTheLoaderIsSetTo) {

@@ -181,11 +181,11 @@ TYPED_TEST(DeviceTraining, SoftmaxClassifierRefusesALabelOutOfRangeNamingTheItem
   try {
     model.train_step(this->batches(3, {1, 7, 2}, 0).first, reduced);
     FAIL() << "a label of 7 among 4 classes was accepted";
-  } catch (const std::invalid_argument& error) {
+  } catch (const stoke::UsageError& error) {
     EXPECT_NE(std::string(error.what()).find("label 7 of item 1 (sample 101)"), std::string::npos)
         << error.what();
   }
-  EXPECT_THROW(Classifier(this->device_, 3, 33, std::uint64_t{1}), std::invalid_argument);
+  EXPECT_THROW(Classifier(this->device_, 3, 33, std::uint64_t{1}), stoke::UsageError);
 }
 
 TYPED_TEST(DeviceTraining, CollectiveAllGathersDeviceBuffersWithEvenAndUnevenShards) {

@@ -98,7 +98,7 @@ bool eventually(Condition condition) {
 }
 
 TEST(StagingSlots, RejectsAPoolWithoutSlots) {
-  EXPECT_THROW(Slots(0, TestAllocator{std::make_shared<Counters>()}), std::invalid_argument);
+  EXPECT_THROW(Slots(0, TestAllocator{std::make_shared<Counters>()}), stoke::UsageError);
 }
 
 TEST(StagingSlots, ReserveAllocatesEverySlotSoLaterClaimsAllocateNothing) {

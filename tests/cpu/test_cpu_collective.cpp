@@ -161,8 +161,8 @@ TEST(SharedMemoryCollective, AbortWakesAWaitingParticipant) {
 TEST(SharedMemoryCollective, RefusesAParticipantOutsideIt) {
   SharedMemoryCollective collective(2);
   std::vector<float> values(2);
-  EXPECT_THROW(collective.all_reduce_sum(2, values), std::invalid_argument);
-  EXPECT_THROW(collective.all_gather(5, values), std::invalid_argument);
+  EXPECT_THROW(collective.all_reduce_sum(2, values), stoke::UsageError);
+  EXPECT_THROW(collective.all_gather(5, values), stoke::UsageError);
 }
 
 }  // namespace

@@ -193,8 +193,8 @@ TEST(BatchLoader, BatchLargerThanDatasetGivesOneBatch) {
 }
 
 TEST(Builder, RejectsZeroBatchSizeAndZeroPrefetch) {
-  EXPECT_THROW(builder().batch_size(0), std::invalid_argument);
-  EXPECT_THROW(builder().queue_depth(0), std::invalid_argument);
+  EXPECT_THROW(builder().batch_size(0), stoke::UsageError);
+  EXPECT_THROW(builder().queue_depth(0), stoke::UsageError);
 }
 
 }  // namespace

@@ -63,7 +63,7 @@ TEST(EpochPlan, SliceReadsPositionsOfTheParentSequence) {
 
 TEST(EpochPlan, SliceWithEndBeforeBeginIsRefused) {
   EpochPlan plan(10, 3, Remainder::partial);
-  EXPECT_THROW(plan.add_slice(5, 4), std::invalid_argument);
+  EXPECT_THROW(plan.add_slice(5, 4), stoke::UsageError);
 }
 
 TEST(EpochPlan, PartTakesEveryCountthBatch) {
@@ -77,7 +77,7 @@ TEST(EpochPlan, SplittingAPartialLoaderIsRefusedWithTheReason) {
   try {
     plan.add_part(2, 0);
     FAIL() << "expected an exception";
-  } catch (const std::invalid_argument& error) {
+  } catch (const stoke::UsageError& error) {
     EXPECT_NE(std::string(error.what()).find("Remainder::drop or Remainder::pad"),
               std::string::npos);
   }
@@ -85,8 +85,8 @@ TEST(EpochPlan, SplittingAPartialLoaderIsRefusedWithTheReason) {
 
 TEST(EpochPlan, PartIndexOutOfRangeIsRefused) {
   EpochPlan plan(12, 2, Remainder::pad);
-  EXPECT_THROW(plan.add_part(2, 2), std::invalid_argument);
-  EXPECT_THROW(plan.add_part(0, 0), std::invalid_argument);
+  EXPECT_THROW(plan.add_part(2, 2), stoke::UsageError);
+  EXPECT_THROW(plan.add_part(0, 0), stoke::UsageError);
 }
 
 // Exhaustive over small shapes: parts have equal batch counts, padding is a suffix of each
@@ -194,7 +194,7 @@ TEST(EpochPlan, EmptyDatasetHasNoBatches) {
 }
 
 TEST(EpochPlan, BatchSizeZeroIsRefused) {
-  EXPECT_THROW(EpochPlan(10, 0, Remainder::pad), std::invalid_argument);
+  EXPECT_THROW(EpochPlan(10, 0, Remainder::pad), stoke::UsageError);
 }
 
 }  // namespace

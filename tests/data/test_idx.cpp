@@ -184,7 +184,7 @@ TEST(IdxDataset, GetOutOfRangeThrowsNamingIndexAndSize) {
   write_plain(dir / "images", set.images);
   write_plain(dir / "labels", set.labels);
   const stoke::IdxClassificationDataset dataset(dir / "images", dir / "labels");
-  const auto message = message_of<std::out_of_range>([&] { (void)dataset.get(3); });
+  const auto message = message_of<stoke::UsageError>([&] { (void)dataset.get(3); });
   EXPECT_THAT(message, AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
 }
 

@@ -171,7 +171,7 @@ TEST(MultiThreadLoader, ANewIterSupersedesAnOpenRange) {
   auto first = loader.iter();
   auto it = first.begin();
   auto second = loader.iter();
-  EXPECT_THROW(++it, std::logic_error);
+  EXPECT_THROW(++it, stoke::StateError);
   std::size_t items = 0;
   for (auto& batch : second) items += batch.size();
   EXPECT_EQ(items, 20u);

@@ -77,15 +77,13 @@ using Builder = stoke::DataLoaderBuilder<Backend, ItemsBatcher>;
 
 TEST(ShardedOrder, NeedsADatasetThatNamesItsShards) {
   auto builder = Builder({}).shuffle_shards(1);
-  EXPECT_THROW((void)builder.build(stoke::testing::IotaDataset{10}), std::invalid_argument);
+  EXPECT_THROW((void)builder.build(stoke::testing::IotaDataset{10}), stoke::UsageError);
 }
 
 TEST(ShardedOrder, RefusesShardBeginsOutOfOrder) {
   auto builder = Builder({}).shuffle_shards(1);
   EXPECT_THAT(
-      [&] {
-        (void)builder.build(ShardedIota{10, {0, 6, 4}});
-      },
+      [&] { (void)builder.build(ShardedIota{10, {0, 6, 4}}); },
       ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("shard_begins()[2] = 4")));
 }
 

@@ -76,11 +76,11 @@ TEST(InMemoryDataset, GetManyAppendsTheRequestedItemsInOrder) {
 
 TEST(InMemoryDataset, OutOfRangeIndexNamesTheIndexAndTheSizeAndGetManyAppendsNothing) {
   const stoke::InMemoryDataset<int> dataset(std::vector<int>{1, 2, 3});
-  EXPECT_THAT(message_of<std::out_of_range>([&] { (void)dataset.get(7); }),
+  EXPECT_THAT(message_of<stoke::UsageError>([&] { (void)dataset.get(7); }),
               AllOf(HasSubstr("index 7"), HasSubstr("size 3")));
   std::vector<int> out;
   const std::vector<std::size_t> indices{0, 1, 3};
-  EXPECT_THAT(message_of<std::out_of_range>([&] { dataset.get_many(indices, out); }),
+  EXPECT_THAT(message_of<stoke::UsageError>([&] { dataset.get_many(indices, out); }),
               AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
   EXPECT_TRUE(out.empty());
 }
@@ -161,7 +161,7 @@ TEST(MmapRecordDataset, RejectsFileWhoseSizeIsNotAMultipleOfTheRecordSize) {
 TEST(MmapRecordDataset, OutOfRangeGetNamesTheIndexAndTheSize) {
   const TempDir dir;
   const stoke::MmapRecordDataset dataset(dir.write("records.bin", counting_bytes(6)), 2);
-  EXPECT_THAT(message_of<std::out_of_range>([&] { (void)dataset.get(3); }),
+  EXPECT_THAT(message_of<stoke::UsageError>([&] { (void)dataset.get(3); }),
               AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
 }
 

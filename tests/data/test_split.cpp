@@ -98,10 +98,9 @@ TEST(Split, FewerSamplesThanDevicesStillGivesEveryDeviceABatch) {
 
 TEST(Split, RefusesAPartialRemainderAndAnEmptyDeviceList) {
   auto loader = builder().batch_size(2).build(IotaDataset{10});
-  EXPECT_THROW((void)stoke::split(loader, Backend::devices(2)), std::invalid_argument);
+  EXPECT_THROW((void)stoke::split(loader, Backend::devices(2)), stoke::UsageError);
   auto padded = builder().batch_size(2).pad().build(IotaDataset{10});
-  EXPECT_THROW((void)stoke::split(padded, std::vector<stoke::cpu::Device>{}),
-               std::invalid_argument);
+  EXPECT_THROW((void)stoke::split(padded, std::vector<stoke::cpu::Device>{}), stoke::UsageError);
 }
 
 TEST(Split, SplittingASplitEqualsOneSplitOverAllDevices) {

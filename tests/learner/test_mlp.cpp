@@ -279,16 +279,16 @@ TEST(Mlp, RefusesBatchesAndBuffersOfTheWrongShape) {
   Mlp mlp({5, 4, 3}, 1);
   std::vector<float> gradients(mlp.parameter_count());
   std::vector<float> short_gradients(mlp.parameter_count() - 1);
-  EXPECT_THROW(mlp.train_step(random_batch(2, 5, 3, 1), short_gradients), std::invalid_argument);
-  EXPECT_THROW(mlp.train_step(random_batch(2, 6, 3, 1), gradients), std::invalid_argument);
-  EXPECT_THROW(mlp.valid_step(make_batch({{0, 0, 0, 0, 0}}, {3})), std::invalid_argument);
-  EXPECT_THROW(mlp.valid_step(make_batch({{0, 0, 0, 0, 0}}, {-1})), std::invalid_argument);
-  EXPECT_THROW(mlp.valid_step(make_batch({{0, 0, 0, 0, 0}}, {0}, 2)), std::invalid_argument);
+  EXPECT_THROW(mlp.train_step(random_batch(2, 5, 3, 1), short_gradients), stoke::UsageError);
+  EXPECT_THROW(mlp.train_step(random_batch(2, 6, 3, 1), gradients), stoke::UsageError);
+  EXPECT_THROW(mlp.valid_step(make_batch({{0, 0, 0, 0, 0}}, {3})), stoke::UsageError);
+  EXPECT_THROW(mlp.valid_step(make_batch({{0, 0, 0, 0, 0}}, {-1})), stoke::UsageError);
+  EXPECT_THROW(mlp.valid_step(make_batch({{0, 0, 0, 0, 0}}, {0}, 2)), stoke::UsageError);
   auto no_indices = random_batch(2, 5, 3, 1);
   no_indices.indices.clear();
-  EXPECT_THROW(mlp.valid_step(no_indices), std::invalid_argument);
-  EXPECT_THROW(Mlp({5}, 1), std::invalid_argument);
-  EXPECT_THROW(Mlp({5, 0, 3}, 1), std::invalid_argument);
+  EXPECT_THROW(mlp.valid_step(no_indices), stoke::UsageError);
+  EXPECT_THROW(Mlp({5}, 1), stoke::UsageError);
+  EXPECT_THROW(Mlp({5, 0, 3}, 1), stoke::UsageError);
 }
 
 TEST(Mlp, PaddingRowLabelsAreNotChecked) {

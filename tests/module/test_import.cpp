@@ -61,6 +61,8 @@ static_assert(
 static_assert(std::same_as<stoke::cpu::LabeledImage, stoke::LabeledImage>);
 static_assert(std::derived_from<stoke::InputError, stoke::Error>);
 static_assert(std::derived_from<stoke::DataError, stoke::Error>);
+static_assert(std::derived_from<stoke::UsageError, stoke::Error>);
+static_assert(std::derived_from<stoke::StateError, stoke::UsageError>);
 static_assert(std::uniform_random_bit_generator<stoke::SampleRng>);
 static_assert(stoke::mix64(0) == 0 && stoke::mix64(1) != 1);
 static_assert(stoke::philox4x32({0, 0, 0, 0}, {0, 0}) ==
@@ -302,7 +304,9 @@ void cpu() {
       stoke::cpu::StackBatcher<double>{.scale = 2.0}.batch(std::vector<int>{1, 2}, CpuDevice{});
   CHECK(stacked.values()[1] == 4.0);
   const stoke::cpu::BufferPool pool(2);
-  { const stoke::cpu::HostBuffer buffer = pool.acquire(16); }
+  {
+    const stoke::cpu::HostBuffer buffer = pool.acquire(16);
+  }
   CHECK(pool.free_buffers() == 1 && pool.capacity() == 2);
   stoke::cpu::SharedMemoryCollective collective(1);
   collective.abort();

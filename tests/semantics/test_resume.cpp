@@ -166,7 +166,7 @@ TEST(LoaderState, ValuesNestedDeepOrBeyondDoubleRangeAreRefusedCleanly) {
 
 TEST(LoaderState, IsRefusedForASlice) {
   auto loader = builder().build_batch_loader(IotaDataset{20});
-  EXPECT_THROW((void)loader.slice(0, 10).state(), std::logic_error);
+  EXPECT_THROW((void)loader.slice(0, 10).state(), stoke::UsageError);
 }
 
 TEST(LoaderState, SplitStateRefusesPartsOutOfLockstep) {
@@ -174,7 +174,7 @@ TEST(LoaderState, SplitStateRefusesPartsOutOfLockstep) {
   auto parts = stoke::split(loader, Backend::devices(2));
   auto range = parts[0].iter();
   (void)range.begin();
-  EXPECT_THROW((void)stoke::split_state(parts), std::logic_error);
+  EXPECT_THROW((void)stoke::split_state(parts), stoke::StateError);
   auto other = parts[1].iter();
   (void)other.begin();
   EXPECT_EQ(stoke::split_state(parts).consumed, 8u);

@@ -94,8 +94,8 @@ TEST_F(VulkanBackend, RefusesToMixDevices) {
   const auto one = vk::Backend::make_stager(vk::Device{1}, 1);
   const std::vector<std::byte> bytes(16, std::byte{1});
   auto on_zero = zero->upload(bytes);
-  EXPECT_THROW((void)one->download(on_zero.value), std::invalid_argument);
-  EXPECT_THROW((void)one->upload(bytes, std::span(&on_zero.fence, 1)), std::invalid_argument);
+  EXPECT_THROW((void)one->download(on_zero.value), stoke::UsageError);
+  EXPECT_THROW((void)one->upload(bytes, std::span(&on_zero.fence, 1)), stoke::UsageError);
   on_zero.fence.wait();
 }
 

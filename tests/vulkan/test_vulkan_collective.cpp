@@ -84,7 +84,7 @@ TEST_F(VulkanCollective, RefusesABufferOfAnotherDeviceAndReleasesTheOthers) {
     std::vector<float> host{1, 2};
     EXPECT_THROW(collective->all_reduce_sum(0, std::span(host)), stoke::Error);
   });
-  EXPECT_THROW(collective->all_reduce_sum(1, upload.value), std::invalid_argument);
+  EXPECT_THROW(collective->all_reduce_sum(1, upload.value), stoke::UsageError);
   waiting.join();  // woken by the abort, not left hanging
 }
 

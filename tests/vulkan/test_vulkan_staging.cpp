@@ -147,7 +147,7 @@ TEST_F(VulkanStager, OverwritesABufferInPlaceAfterItsEarlierWork) {
   const auto tail = pattern(512, 1);
   expected.insert(expected.end(), tail.begin() + 256, tail.end());
   EXPECT_EQ(stager->download(upload.value), expected);
-  EXPECT_THROW((void)stager->upload_into(upload.value, pattern(513, 0)), std::invalid_argument);
+  EXPECT_THROW((void)stager->upload_into(upload.value, pattern(513, 0)), stoke::UsageError);
 }
 
 TEST_F(VulkanStager, ReusesTheMemoryOfDroppedDeviceBuffersAndKeepsFewOfThem) {

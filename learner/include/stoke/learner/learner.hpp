@@ -14,12 +14,12 @@
 #include <mutex>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <stoke/core/collective.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/data/split.hpp>
 #include <stoke/data/training_loader.hpp>
 #include <stoke/learner/checkpoint.hpp>
@@ -76,7 +76,7 @@ class Learner {
         schedule_(std::move(schedule)),
         devices_(std::move(devices)),
         options_(std::move(options)) {
-    if (devices_.empty()) throw std::invalid_argument("stoke: a Learner needs a device");
+    if (devices_.empty()) throw UsageError("stoke: a Learner needs a device");
   }
 
   /// The trained model (replica 0).
@@ -192,7 +192,7 @@ class Learner {
                  : std::make_unique<AnyCollective>(B::make_collective(devices_));
     } else {
       if (options_.make_collective) {
-        throw std::invalid_argument(
+        throw UsageError(
             "stoke: Learner: a model trained in device memory sums through the backend's own "
             "collective; LearnerOptions::make_collective is for host-memory models");
       }
@@ -304,8 +304,8 @@ class Learner {
       collective.all_reduce_sum(d, std::span<float>(epoch_values));
       for (std::size_t k = 1; k < devices; ++k) {
         if (epoch_values[3 + devices + k] != epoch_values[3 + devices]) {
-          throw std::logic_error("stoke: Learner: the replica on device " + std::to_string(k) +
-                                 " diverged from device 0 in epoch " + std::to_string(epoch));
+          throw Error("stoke: Learner: the replica on device " + std::to_string(k) +
+                      " diverged from device 0 in epoch " + std::to_string(epoch));
         }
       }
       const std::vector<float> state =

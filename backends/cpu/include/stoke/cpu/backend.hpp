@@ -3,20 +3,21 @@
 /// `cpu::Backend`: the CPU backend, whose devices are logical.
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include <stoke/core/detail/env.hpp>
 #include <stoke/cpu/collective.hpp>
 #include <stoke/cpu/device.hpp>
 
 namespace stoke::cpu {
 
 /// The CPU backend. Its devices are logical; how many are visible is set by the
-/// environment variable `STOKE_CPU_DEVICES` (default: the number of hardware threads).
+/// environment variable `STOKE_CPU_DEVICES` (default: the number of hardware threads); a
+/// value that is not a count is an `InputError`.
 struct Backend {
   using Device = cpu::Device;                      ///< `cpu:N`
   using Collective = cpu::SharedMemoryCollective;  ///< all_reduce through shared memory
@@ -29,7 +30,7 @@ struct Backend {
   /// The visible logical devices `cpu:0 .. cpu:N-1`.
   static std::vector<Device> devices() {
     std::size_t count = std::thread::hardware_concurrency();
-    if (const char* env = std::getenv("STOKE_CPU_DEVICES")) count = std::stoul(env);
+    if (const auto env = stoke::detail::env_count("STOKE_CPU_DEVICES")) count = *env;
     return devices(count == 0 ? 1 : count);
   }
 

@@ -7,7 +7,6 @@
 #include <atomic>
 #include <cstddef>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -27,7 +26,7 @@ class SharedMemoryCollective {
   /// A collective of `participants` threads.
   explicit SharedMemoryCollective(std::size_t participants)
       : participants_(participants), buffers_(participants) {
-    if (participants == 0) throw std::invalid_argument("stoke: a collective needs a participant");
+    if (participants == 0) throw UsageError("stoke: a collective needs a participant");
   }
 
   /// Number of participants.
@@ -76,11 +75,11 @@ class SharedMemoryCollective {
   }
 
  private:
-  /// Throws `std::invalid_argument` unless `participant` is one of this collective's.
+  /// Throws `UsageError` unless `participant` is one of this collective's.
   void check_participant(std::size_t participant) const {
     if (participant >= participants_) {
-      throw std::invalid_argument("stoke: participant " + std::to_string(participant) +
-                                  " of a collective of " + std::to_string(participants_));
+      throw UsageError("stoke: participant " + std::to_string(participant) +
+                       " of a collective of " + std::to_string(participants_));
     }
   }
 

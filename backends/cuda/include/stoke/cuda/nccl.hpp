@@ -17,7 +17,6 @@
 #include <shared_mutex>
 #include <source_location>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
@@ -27,6 +26,7 @@
 
 #include <stoke/core/collective.hpp>
 #include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
@@ -83,7 +83,7 @@ class NcclCollective {
  public:
   /// A clique over the local `devices` (`ncclCommInitAll`); devices must be distinct.
   explicit NcclCollective(std::vector<Device> devices) : devices_(std::move(devices)) {
-    if (devices_.empty()) throw std::invalid_argument("stoke: cuda: a collective needs a device");
+    if (devices_.empty()) throw UsageError("stoke: cuda: a collective needs a device");
     std::vector<int> ordinals;
     for (const Device& device : devices_) ordinals.push_back(device.ordinal);
     std::vector<ncclComm_t> comms(devices_.size());
@@ -97,16 +97,17 @@ class NcclCollective {
   NcclCollective(std::vector<Device> devices, std::vector<NcclComm> comms)
       : devices_(std::move(devices)), comms_(std::move(comms)) {
     if (devices_.size() != comms_.size() || devices_.empty()) {
-      throw std::invalid_argument("stoke: cuda: a collective needs one communicator per device");
+      throw UsageError("stoke: cuda: a collective needs one communicator per device");
     }
     make_streams();
   }
 
   /// Number of participants.
   [[nodiscard]] std::size_t size() const noexcept { return devices_.size(); }
-  /// Participant `k`'s device.
+  /// Participant `k`'s device; throws `UsageError` unless `k` is one of this collective's.
   [[nodiscard]] const Device& device(std::size_t participant) const {
-    return devices_.at(participant);
+    if (participant >= devices_.size()) throw not_a_participant(participant);
+    return devices_[participant];
   }
 
   /// Replaces every participant's device `values` by the element-wise sum over all of them
@@ -179,7 +180,7 @@ class NcclCollective {
     STOKE_NCCL_CHECK(ncclCommUserRank(comm, &rank));
     const std::size_t parts = devices_.size();
     if (static_cast<std::size_t>(rank) % parts != participant) {
-      throw std::invalid_argument(
+      throw UsageError(
           "stoke: cuda: all_gather needs participant k at NCCL rank k "
           "(modulo the participants), participant " +
           std::to_string(participant) + " is NCCL rank " + std::to_string(rank));
@@ -209,16 +210,24 @@ class NcclCollective {
   }
 
   /// The floats of `values`, once later work on `stream` waits for its last write and its
-  /// uses; throws `std::invalid_argument` unless it is on `participant`'s device.
+  /// uses; throws `UsageError` unless it is on `participant`'s device.
   std::span<float> floats_after_uses(std::size_t participant, const Buffer& values,
                                      cudaStream_t stream) const {
     if (values.data() != nullptr && !(values.device() == devices_[participant])) {
-      throw std::invalid_argument("stoke: cuda: participant " + std::to_string(participant) +
-                                  " is on " + device_name(devices_[participant]) +
-                                  " but passed a buffer on " + device_name(values.device()));
+      throw UsageError("stoke: cuda: participant " + std::to_string(participant) + " is on " +
+                       device_name(devices_[participant]) + " but passed a buffer on " +
+                       device_name(values.device()));
     }
     values.enqueue_wait_for_uses(stream);
     return values.floats();
+  }
+
+  /// The error for a participant this collective does not have, raised at `where`.
+  [[nodiscard]] UsageError not_a_participant(
+      std::size_t participant, std::source_location where = std::source_location::current()) const {
+    return UsageError("stoke: cuda: participant " + std::to_string(participant) +
+                          " of a collective of " + std::to_string(devices_.size()),
+                      where);
   }
 
   /// Queues `enqueue(comm, stream)` (participant `participant`'s NCCL calls of `what`) on its
@@ -228,8 +237,7 @@ class NcclCollective {
   void run(std::size_t participant, const char* what, Enqueue&& enqueue) {
     if (participant >= devices_.size()) {
       abort();
-      throw std::invalid_argument("stoke: cuda: participant " + std::to_string(participant) +
-                                  " of a collective of " + std::to_string(devices_.size()));
+      throw not_a_participant(participant);
     }
     const DeviceGuard guard(devices_[participant]);
     const cudaStream_t stream = streams_[participant].handle();

@@ -8,7 +8,6 @@
 #include <memory>
 #include <mutex>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -18,6 +17,7 @@
 
 #include <stoke/core/detail/staging_slots.hpp>
 #include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/core/staging.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
@@ -136,12 +136,12 @@ class Stager {
 
   /// Overwrites the start of `target` (a buffer of this device) with `bytes`, after the work
   /// queued on `target` before; returns the copy's fence without waiting. `bytes` may be
-  /// reused as soon as this returns. Throws `std::invalid_argument` when they do not fit.
+  /// reused as soon as this returns. Throws `UsageError` when they do not fit.
   Fence upload_into(Buffer& target, std::span<const std::byte> bytes) {
     check_own(target);
     if (bytes.size() > target.size()) {
-      throw std::invalid_argument("stoke: cuda: an upload of " + std::to_string(bytes.size()) +
-                                  " bytes into a buffer of " + std::to_string(target.size()));
+      throw UsageError("stoke: cuda: an upload of " + std::to_string(bytes.size()) +
+                       " bytes into a buffer of " + std::to_string(target.size()));
     }
     if (bytes.empty()) return target.written();
     const DeviceGuard guard(device());
@@ -177,11 +177,11 @@ class Stager {
   }
 
  private:
-  /// Throws `std::invalid_argument` unless `buffer` is empty or on this stager's device.
+  /// Throws `UsageError` unless `buffer` is empty or on this stager's device.
   void check_own(const Buffer& buffer) const {
     if (buffer.data() != nullptr && !(buffer.device() == device())) {
-      throw std::invalid_argument("stoke: cuda: the stager of " + device_name(device()) +
-                                  " got a buffer of " + device_name(buffer.device()));
+      throw UsageError("stoke: cuda: the stager of " + device_name(device()) + " got a buffer of " +
+                       device_name(buffer.device()));
     }
   }
 

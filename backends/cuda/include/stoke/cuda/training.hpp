@@ -11,7 +11,6 @@
 #include <cstring>
 #include <initializer_list>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +20,7 @@
 #include <stoke/core/device.hpp>
 #include <stoke/core/device_training.hpp>
 #include <stoke/core/device_training_checks.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
@@ -56,7 +56,7 @@ inline kernels::SoftmaxSizes kernel_sizes(const stoke::detail::SoftmaxSizes& siz
 /// Queues `launch(stream)` (the call of `kernel`'s launcher) on the copy stream of the
 /// buffers' device, after the last write of every buffer in `reads` and the last write and
 /// uses of every buffer in `writes`; then marks the buffers it read as used by it and those it
-/// wrote as written by it. Throws `std::invalid_argument` for buffers on different devices and
+/// wrote as written by it. Throws `UsageError` for buffers on different devices and
 /// `DeviceError` for a failed launch.
 template <class Launch>
 void enqueue(const char* kernel, std::initializer_list<const Buffer*> reads,
@@ -71,9 +71,8 @@ void enqueue(const char* kernel, std::initializer_list<const Buffer*> reads,
   const Device device = home->device();
   for (const Buffer* buffer : all) {
     if (buffer->context() && !(buffer->device() == device)) {
-      throw std::invalid_argument(std::string("stoke: cuda: ") + kernel + " on " +
-                                  device_name(device) + " got a tensor on " +
-                                  device_name(buffer->device()));
+      throw UsageError(std::string("stoke: cuda: ") + kernel + " on " + device_name(device) +
+                       " got a tensor on " + device_name(buffer->device()));
     }
   }
   const DeviceGuard guard(device);

@@ -8,11 +8,11 @@
 #include <cstdint>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <utility>
 
 #include <vulkan/vulkan_core.h>
 
+#include <stoke/core/error.hpp>
 #include <stoke/vulkan/context.hpp>
 #include <stoke/vulkan/device.hpp>
 #include <stoke/vulkan/error.hpp>
@@ -137,7 +137,7 @@ class Buffer {
  private:
   void check_own(const Fence& fence) const {
     if (!context_ || fence.semaphore() != context_->timeline()) {
-      throw std::invalid_argument(
+      throw UsageError(
           "stoke: vulkan: a buffer's work must be a submission on its "
           "own device's queue");
     }

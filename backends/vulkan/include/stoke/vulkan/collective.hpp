@@ -7,11 +7,11 @@
 #include <cstring>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/cpu/collective.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/device.hpp>
@@ -74,17 +74,17 @@ class HostStagedCollective {
     std::vector<float> host;
     try {
       if (participant >= devices_.size()) {
-        throw std::invalid_argument("stoke: vulkan: participant " + std::to_string(participant) +
-                                    " of a collective of " + std::to_string(devices_.size()));
+        throw UsageError("stoke: vulkan: participant " + std::to_string(participant) +
+                         " of a collective of " + std::to_string(devices_.size()));
       }
       if (!(values.device() == devices_[participant])) {
-        throw std::invalid_argument("stoke: vulkan: participant " + std::to_string(participant) +
-                                    " is " + device_name(devices_[participant]) +
-                                    " but passed a buffer on " + device_name(values.device()));
+        throw UsageError("stoke: vulkan: participant " + std::to_string(participant) + " is " +
+                         device_name(devices_[participant]) + " but passed a buffer on " +
+                         device_name(values.device()));
       }
       if (values.size() % sizeof(float) != 0) {
-        throw std::invalid_argument("stoke: vulkan: a collective needs a buffer of floats, got " +
-                                    std::to_string(values.size()) + " bytes");
+        throw UsageError("stoke: vulkan: a collective needs a buffer of floats, got " +
+                         std::to_string(values.size()) + " bytes");
       }
       const std::vector<std::byte> bytes = stagers_[participant]->download(values);
       host.resize(values.size() / sizeof(float));

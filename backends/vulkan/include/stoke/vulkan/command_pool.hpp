@@ -4,11 +4,11 @@
 /// the submission that last used them has completed.
 
 #include <cstdint>
-#include <stdexcept>
 #include <vector>
 
 #include <vulkan/vulkan_core.h>
 
+#include <stoke/core/error.hpp>
 #include <stoke/vulkan/error.hpp>
 
 namespace stoke::vulkan {
@@ -55,7 +55,7 @@ class CommandPool {
         return;
       }
     }
-    throw std::logic_error("stoke: vulkan: released a command buffer of another pool");
+    throw UsageError("stoke: vulkan: released a command buffer of another pool");
   }
 
   /// Command buffers allocated so far.

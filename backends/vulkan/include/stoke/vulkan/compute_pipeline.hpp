@@ -85,10 +85,9 @@ class ComputePipeline {
   Fence dispatch(std::span<const Binding> bindings, std::span<const std::byte> push,
                  std::size_t invocations, std::span<const Fence> after = {}) {
     if (bindings.size() != bindings_ || push.size() != push_bytes_) {
-      throw std::invalid_argument(
-          "stoke: vulkan: a dispatch of a shader with " + std::to_string(bindings_) +
-          " bindings and " + std::to_string(push_bytes_) + " push bytes got " +
-          std::to_string(bindings.size()) + " and " + std::to_string(push.size()));
+      throw UsageError("stoke: vulkan: a dispatch of a shader with " + std::to_string(bindings_) +
+                       " bindings and " + std::to_string(push_bytes_) + " push bytes got " +
+                       std::to_string(bindings.size()) + " and " + std::to_string(push.size()));
     }
     for (const Binding& binding : bindings) {
       if (binding.buffer->size() > max_binding_bytes()) {

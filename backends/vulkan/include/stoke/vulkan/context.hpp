@@ -9,7 +9,6 @@
 #include <mutex>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -17,6 +16,7 @@
 #include <vulkan/vulkan_core.h>
 
 #include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/vulkan/command_pool.hpp>
 #include <stoke/vulkan/device.hpp>
 #include <stoke/vulkan/error.hpp>
@@ -87,8 +87,8 @@ class Context {
     for (const Fence& wait : waits) {
       if (!wait.semaphore() || wait.value() == 0) continue;  // value 0: signalled at start
       if (&wait.semaphore()->device() != logical_.get()) {
-        throw std::invalid_argument("stoke: vulkan: work on " + device_name(device_) +
-                                    " cannot wait on a fence of another device");
+        throw UsageError("stoke: vulkan: work on " + device_name(device_) +
+                         " cannot wait on a fence of another device");
       }
       const VkSemaphore semaphore = wait.semaphore()->handle();
       const auto it = std::find(semaphores.begin(), semaphores.end(), semaphore);

@@ -9,7 +9,6 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -17,6 +16,7 @@
 
 #include <vulkan/vulkan_core.h>
 
+#include <stoke/core/error.hpp>
 #include <stoke/vulkan/error.hpp>
 
 namespace stoke::vulkan {
@@ -238,12 +238,12 @@ inline const InstanceSlot& shared_instance() {
 }  // namespace detail
 
 /// Sets how the process-wide instance is made. Call it before any other Vulkan use of stoke
-/// (tests call it first); afterwards it throws `std::logic_error`.
+/// (tests call it first); afterwards it throws `StateError`.
 inline void configure_instance(InstanceOptions options) {
   detail::InstanceConfig& config = detail::instance_config();
   std::lock_guard lock(config.mutex);
   if (config.created) {
-    throw std::logic_error("stoke: vulkan: configure_instance after the instance was created");
+    throw StateError("stoke: vulkan: configure_instance after the instance was created");
   }
   config.options = std::move(options);
   config.configured = true;

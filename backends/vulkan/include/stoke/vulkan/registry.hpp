@@ -4,15 +4,14 @@
 /// `VkDevice` and queue) of each stoke device, created on first use.
 
 #include <cstddef>
-#include <cstdlib>
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <unordered_map>
 #include <vector>
 
+#include <stoke/core/detail/env.hpp>
 #include <stoke/core/device.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/vulkan/context.hpp>
@@ -103,11 +102,12 @@ namespace stoke::vulkan {
 
 /// How many logical devices are visible: `STOKE_VULKAN_DEVICES` if set, else one per usable
 /// physical device, or 2 when there is exactly one (so multi-device code runs everywhere);
-/// 0 when Vulkan is unusable here.
+/// 0 when Vulkan is unusable here. A `STOKE_VULKAN_DEVICES` that is not a count is an
+/// `InputError`.
 [[nodiscard]] inline std::size_t visible_device_count() {
   const std::size_t physical = detail::Registry::get().physical_devices().size();
   if (physical == 0) return 0;
-  if (const char* env = std::getenv("STOKE_VULKAN_DEVICES")) return std::stoul(env);
+  if (const auto env = stoke::detail::env_count("STOKE_VULKAN_DEVICES")) return *env;
   return physical == 1 ? 2 : physical;
 }
 

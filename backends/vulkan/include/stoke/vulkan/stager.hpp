@@ -7,7 +7,6 @@
 #include <cstring>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,6 +15,7 @@
 
 #include <stoke/core/detail/staging_slots.hpp>
 #include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/core/staging.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/context.hpp>
@@ -130,11 +130,11 @@ class Stager {
   /// The staging buffers, recycled once their copies' fences have signalled.
   using Slots = stoke::detail::StagingSlots<Buffer, Fence, detail::StagingMemory>;
 
-  /// Throws `std::invalid_argument` unless `buffer` lives on this stager's device context.
+  /// Throws `UsageError` unless `buffer` lives on this stager's device context.
   void check_device(const Buffer& buffer) const {
     if (buffer.context() != context_) {
-      throw std::invalid_argument("stoke: vulkan: the stager of " + device_name(device()) +
-                                  " got a buffer of " + device_name(buffer.device()));
+      throw UsageError("stoke: vulkan: the stager of " + device_name(device()) +
+                       " got a buffer of " + device_name(buffer.device()));
     }
   }
 
@@ -143,8 +143,8 @@ class Stager {
   Fence write(Buffer& target, std::size_t size, Fill& fill, std::span<const Fence> after) {
     check_device(target);
     if (size > target.size()) {
-      throw std::invalid_argument("stoke: vulkan: " + std::to_string(size) +
-                                  " bytes do not fit a buffer of " + std::to_string(target.size()));
+      throw UsageError("stoke: vulkan: " + std::to_string(size) + " bytes do not fit a buffer of " +
+                       std::to_string(target.size()));
     }
     auto slot = slots_.claim(size);
     Buffer& staging = slot.memory();

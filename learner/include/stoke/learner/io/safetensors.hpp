@@ -19,7 +19,6 @@
 #include <memory>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -205,13 +204,13 @@ class SafetensorsFile {
   /// Whether the file has a tensor called `name`.
   [[nodiscard]] bool contains(const std::string& name) const { return tensors_.contains(name); }
 
-  /// The tensor `name`, its data pointing into the file's bytes. Throws `std::out_of_range`
+  /// The tensor `name`, its data pointing into the file's bytes. Throws `UsageError`
   /// naming the tensor and the file when there is none.
   [[nodiscard]] const TensorView& tensor(const std::string& name) const {
     const auto found = tensors_.find(name);
     if (found == tensors_.end()) {
-      throw std::out_of_range("stoke: safetensors file '" + path_.string() + "' has no tensor '" +
-                              name + "'");
+      throw UsageError("stoke: safetensors file '" + path_.string() + "' has no tensor '" + name +
+                       "'");
     }
     return found->second;
   }

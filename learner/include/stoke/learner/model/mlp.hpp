@@ -10,7 +10,6 @@
 #include <cstdint>
 #include <numbers>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <type_traits>
 #include <utility>
@@ -18,6 +17,7 @@
 
 #include <Eigen/Core>
 
+#include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
 #include <stoke/cpu/classification.hpp>
 #include <stoke/data/batch.hpp>
@@ -80,11 +80,11 @@ class Mlp {
   /// every platform.
   Mlp(std::vector<std::size_t> layer_sizes, std::uint64_t seed) : sizes_(std::move(layer_sizes)) {
     if (sizes_.size() < 2) {
-      throw std::invalid_argument("Mlp needs at least an input and an output size, got " +
-                                  std::to_string(sizes_.size()) + " sizes");
+      throw UsageError("Mlp needs at least an input and an output size, got " +
+                       std::to_string(sizes_.size()) + " sizes");
     }
     if (std::ranges::find(sizes_, std::size_t{0}) != sizes_.end()) {
-      throw std::invalid_argument("Mlp layer sizes must not be zero");
+      throw UsageError("Mlp layer sizes must not be zero");
     }
     std::size_t offset = 0;
     for (std::size_t l = 0; l + 1 < sizes_.size(); ++l) {
@@ -128,13 +128,13 @@ class Mlp {
   /// parameter) the SUM over those items of the gradient of their cross-entropy loss, and
   /// returns the summed loss, the number predicted right and the count. The trailing
   /// `batch.padding` rows are neither read nor counted.
-  /// Throws `std::invalid_argument` for a batch or buffer of the wrong shape or a label out
+  /// Throws `UsageError` for a batch or buffer of the wrong shape or a label out
   /// of range.
   StepOutput train_step(const BatchType& batch, std::span<float> gradients) {
     if (gradients.size() != parameters_.size()) {
-      throw std::invalid_argument("Mlp::train_step: gradient buffer has " +
-                                  std::to_string(gradients.size()) + " floats, the model has " +
-                                  std::to_string(parameters_.size()) + " parameters");
+      throw UsageError("Mlp::train_step: gradient buffer has " + std::to_string(gradients.size()) +
+                       " floats, the model has " + std::to_string(parameters_.size()) +
+                       " parameters");
     }
     const auto rows = check(batch);
     if (rows == 0) {
@@ -185,25 +185,24 @@ class Mlp {
     const auto& inputs = batch.data.inputs;
     const auto& labels = batch.data.labels;
     if (batch.padding > batch.size()) {
-      throw std::invalid_argument("Mlp: batch padding " + std::to_string(batch.padding) +
-                                  " exceeds its " + std::to_string(batch.size()) + " items");
+      throw UsageError("Mlp: batch padding " + std::to_string(batch.padding) + " exceeds its " +
+                       std::to_string(batch.size()) + " items");
     }
     if (inputs.rows() != batch.size() || labels.size() != batch.size()) {
-      throw std::invalid_argument("Mlp: batch has " + std::to_string(batch.size()) +
-                                  " indices but " + std::to_string(inputs.rows()) +
-                                  " input rows and " + std::to_string(labels.size()) + " labels");
+      throw UsageError("Mlp: batch has " + std::to_string(batch.size()) + " indices but " +
+                       std::to_string(inputs.rows()) + " input rows and " +
+                       std::to_string(labels.size()) + " labels");
     }
     if (inputs.rows() != 0 && inputs.row_size() != sizes_.front()) {
-      throw std::invalid_argument("Mlp: input rows have " + std::to_string(inputs.row_size()) +
-                                  " features, the model expects " + std::to_string(sizes_.front()));
+      throw UsageError("Mlp: input rows have " + std::to_string(inputs.row_size()) +
+                       " features, the model expects " + std::to_string(sizes_.front()));
     }
     const auto rows = batch.real_size();
     const auto classes = static_cast<std::int64_t>(sizes_.back());
     for (std::size_t i = 0; i < rows; ++i) {
       if (labels[i] < 0 || labels[i] >= classes) {
-        throw std::invalid_argument("Mlp: label " + std::to_string(labels[i]) + " of item " +
-                                    std::to_string(i) + " is outside [0, " +
-                                    std::to_string(classes) + ")");
+        throw UsageError("Mlp: label " + std::to_string(labels[i]) + " of item " +
+                         std::to_string(i) + " is outside [0, " + std::to_string(classes) + ")");
       }
     }
     return rows;

@@ -7,12 +7,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <stoke/core/backend.hpp>
 #include <stoke/core/device_training.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/learner/device_backend.hpp>
 #include <stoke/learner/model/mlp.hpp>
@@ -35,21 +35,20 @@ class SoftmaxClassifier {
   using Tensor = typename B::Tensor;  ///< floats on its device
 
   /// A classifier on `device` with the given `parameters` (`features * classes + classes`
-  /// floats). Throws `std::invalid_argument` for a wrong count or an unsupported size.
+  /// floats). Throws `UsageError` for a wrong count or an unsupported size.
   SoftmaxClassifier(const device_t<B>& device, std::size_t features, std::size_t classes,
                     std::span<const float> parameters)
       : device_(device), features_(features), classes_(classes) {
     if (features == 0 || classes == 0 || classes > max_softmax_classes) {
-      throw std::invalid_argument("stoke: SoftmaxClassifier of " + std::to_string(features) +
-                                  " features and " + std::to_string(classes) +
-                                  " classes (features > 0, classes 1 to " +
-                                  std::to_string(max_softmax_classes) + ")");
+      throw UsageError("stoke: SoftmaxClassifier of " + std::to_string(features) +
+                       " features and " + std::to_string(classes) +
+                       " classes (features > 0, classes 1 to " +
+                       std::to_string(max_softmax_classes) + ")");
     }
     if (parameters.size() != parameter_count()) {
-      throw std::invalid_argument("stoke: SoftmaxClassifier of " + std::to_string(features) +
-                                  " x " + std::to_string(classes) + " needs " +
-                                  std::to_string(parameter_count()) + " parameters, got " +
-                                  std::to_string(parameters.size()));
+      throw UsageError("stoke: SoftmaxClassifier of " + std::to_string(features) + " x " +
+                       std::to_string(classes) + " needs " + std::to_string(parameter_count()) +
+                       " parameters, got " + std::to_string(parameters.size()));
     }
     parameters_ = B::zeros(device_, parameter_count());
     B::upload(parameters_, std::as_bytes(parameters));
@@ -109,24 +108,23 @@ class SoftmaxClassifier {
     const Data& data = batch.data;
     if (batch.padding > batch.size() || data.rows != batch.size() ||
         data.labels.size() != data.rows) {
-      throw std::invalid_argument(
-          "stoke: SoftmaxClassifier: batch has " + std::to_string(batch.size()) + " indices, " +
-          std::to_string(batch.padding) + " of them padding, but " + std::to_string(data.rows) +
-          " input rows and " + std::to_string(data.labels.size()) + " labels");
+      throw UsageError("stoke: SoftmaxClassifier: batch has " + std::to_string(batch.size()) +
+                       " indices, " + std::to_string(batch.padding) + " of them padding, but " +
+                       std::to_string(data.rows) + " input rows and " +
+                       std::to_string(data.labels.size()) + " labels");
     }
     if (data.rows != 0 && data.row_size != features_) {
-      throw std::invalid_argument("stoke: SoftmaxClassifier: input rows have " +
-                                  std::to_string(data.row_size) + " features, the model expects " +
-                                  std::to_string(features_));
+      throw UsageError("stoke: SoftmaxClassifier: input rows have " +
+                       std::to_string(data.row_size) + " features, the model expects " +
+                       std::to_string(features_));
     }
     const std::size_t real = batch.real_size();
     for (std::size_t i = 0; i < real; ++i) {
       const std::int64_t label = data.labels[i];
       if (label < 0 || label >= static_cast<std::int64_t>(classes_)) {
-        throw std::invalid_argument("stoke: SoftmaxClassifier: label " + std::to_string(label) +
-                                    " of item " + std::to_string(i) + " (sample " +
-                                    std::to_string(batch.indices[i]) + ") is outside [0, " +
-                                    std::to_string(classes_) + ")");
+        throw UsageError("stoke: SoftmaxClassifier: label " + std::to_string(label) + " of item " +
+                         std::to_string(i) + " (sample " + std::to_string(batch.indices[i]) +
+                         ") is outside [0, " + std::to_string(classes_) + ")");
       }
     }
     grow(labels_, data.rows);

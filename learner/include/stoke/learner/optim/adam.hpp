@@ -6,12 +6,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <Eigen/Core>
 
+#include <stoke/core/error.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
@@ -45,7 +45,7 @@ class Adam {
   [[nodiscard]] std::uint64_t steps() const noexcept { return steps_; }
 
   /// One update of `parameters` from `gradients` at `learning_rate`.
-  /// Throws `std::invalid_argument` if the sizes (or a loaded state's size) differ.
+  /// Throws `UsageError` if the sizes (or a loaded state's size) differ.
   void step(std::span<float> parameters, std::span<const float> gradients, float learning_rate) {
     const auto n = parameters.size();
     detail::check_optimizer_size("Adam", "gradient buffer", gradients.size(), n);
@@ -82,17 +82,16 @@ class Adam {
     out.insert(out.end(), second_.begin(), second_.end());
     return out;
   }
-  /// Restores a state from `state()`. Throws `std::invalid_argument` if it is malformed.
+  /// Restores a state from `state()`. Throws `UsageError` if it is malformed.
   void load_state(std::span<const float> state) {
     if (state.size() < 2 || state.size() % 2 != 0) {
-      throw std::invalid_argument("Adam: a state has 2 + 2n floats, got " +
-                                  std::to_string(state.size()));
+      throw UsageError("Adam: a state has 2 + 2n floats, got " + std::to_string(state.size()));
     }
     const auto whole = [](float f) {
       return f >= 0.0f && f < static_cast<float>(kStepRadix) && std::floor(f) == f;
     };
     if (!whole(state[0]) || !whole(state[1])) {
-      throw std::invalid_argument("Adam: the state's step count is not a whole number");
+      throw UsageError("Adam: the state's step count is not a whole number");
     }
     const auto n = (state.size() - 2) / 2;
     steps_ =

@@ -35,7 +35,7 @@ class Sgd {
   [[nodiscard]] float weight_decay() const noexcept { return weight_decay_; }
 
   /// One update of `parameters` from `gradients` at `learning_rate`.
-  /// Throws `std::invalid_argument` if the sizes (or a loaded state's size) differ.
+  /// Throws `UsageError` if the sizes (or a loaded state's size) differ.
   void step(std::span<float> parameters, std::span<const float> gradients, float learning_rate) {
     detail::check_optimizer_size("Sgd", "gradient buffer", gradients.size(), parameters.size());
     if (velocity_.empty()) velocity_.assign(parameters.size(), 0.0f);

@@ -5,11 +5,11 @@
 
 #include <cstddef>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include <stoke/core/collective.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
@@ -17,7 +17,7 @@ namespace stoke {
 /// The state an `O` stepping only `shard` of `parameters` parameters holds, cut from `state`,
 /// the whole state of an `O` for all of them: the header, then the shard of every
 /// per-parameter array. A state of an optimizer that has not stepped yet (the header alone)
-/// is returned as it is. Throws `std::invalid_argument` if `state` has neither size.
+/// is returned as it is. Throws `UsageError` if `state` has neither size.
 template <ElementwiseOptimizer O>
 [[nodiscard]] std::vector<float> shard_state(std::span<const float> state, std::size_t parameters,
                                              Shard shard) {
@@ -25,10 +25,10 @@ template <ElementwiseOptimizer O>
   const std::size_t arrays = O::state_arrays;
   if (state.size() == header) return {state.begin(), state.end()};
   if (state.size() != header + arrays * parameters || shard.end > parameters) {
-    throw std::invalid_argument(
-        "stoke: an optimizer state of " + std::to_string(state.size()) + " floats is neither " +
-        std::to_string(header) + " (not stepped) nor " + std::to_string(header) + " + " +
-        std::to_string(arrays) + " x " + std::to_string(parameters) + " parameters");
+    throw UsageError("stoke: an optimizer state of " + std::to_string(state.size()) +
+                     " floats is neither " + std::to_string(header) + " (not stepped) nor " +
+                     std::to_string(header) + " + " + std::to_string(arrays) + " x " +
+                     std::to_string(parameters) + " parameters");
   }
   std::vector<float> part(state.begin(), state.begin() + static_cast<std::ptrdiff_t>(header));
   part.reserve(header + arrays * shard.size());

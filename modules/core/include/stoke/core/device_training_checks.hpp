@@ -7,32 +7,32 @@
 #include <cstddef>
 #include <cstdint>
 #include <initializer_list>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
 
 #include <stoke/core/device_training.hpp>
+#include <stoke/core/error.hpp>
 
 namespace stoke::detail {
 
-/// The 32-bit value of a size a kernel indexes with; throws `std::invalid_argument` naming
+/// The 32-bit value of a size a kernel indexes with; throws `UsageError` naming
 /// `backend` and `what` when it does not fit.
 inline std::uint32_t kernel_index(std::string_view backend, std::size_t value, const char* what) {
   if (value > 0xFFFFFFFFu) {
-    throw std::invalid_argument("stoke: " + std::string(backend) + ": " + what + " of " +
-                                std::to_string(value) + " exceeds a kernel's 32-bit index");
+    throw UsageError("stoke: " + std::string(backend) + ": " + what + " of " +
+                     std::to_string(value) + " exceeds a kernel's 32-bit index");
   }
   return static_cast<std::uint32_t>(value);
 }
 
-/// Throws `std::invalid_argument` unless a tensor of `bytes` bytes holds `floats` floats.
+/// Throws `UsageError` unless a tensor of `bytes` bytes holds `floats` floats.
 inline void require_floats(std::string_view backend, std::size_t bytes, std::size_t floats,
                            const char* what) {
   if (bytes < floats * sizeof(float)) {
-    throw std::invalid_argument("stoke: " + std::string(backend) + ": " + what + " holds " +
-                                std::to_string(bytes / sizeof(float)) + " floats, the step needs " +
-                                std::to_string(floats));
+    throw UsageError("stoke: " + std::string(backend) + ": " + what + " holds " +
+                     std::to_string(bytes / sizeof(float)) + " floats, the step needs " +
+                     std::to_string(floats));
   }
 }
 
@@ -41,17 +41,17 @@ struct SoftmaxSizes {
   std::uint32_t rows, real_rows, features, classes;
 };
 
-/// `shape`'s sizes; throws `std::invalid_argument` for a shape the kernels do not take.
+/// `shape`'s sizes; throws `UsageError` for a shape the kernels do not take.
 inline SoftmaxSizes softmax_sizes(std::string_view backend, const SoftmaxShape& shape) {
   if (shape.classes == 0 || shape.classes > max_softmax_classes) {
-    throw std::invalid_argument("stoke: " + std::string(backend) + ": a softmax classifier of " +
-                                std::to_string(shape.classes) + " classes (1 to " +
-                                std::to_string(max_softmax_classes) + " are supported)");
+    throw UsageError("stoke: " + std::string(backend) + ": a softmax classifier of " +
+                     std::to_string(shape.classes) + " classes (1 to " +
+                     std::to_string(max_softmax_classes) + " are supported)");
   }
   if (shape.real_rows > shape.rows) {
-    throw std::invalid_argument("stoke: " + std::string(backend) + ": a batch of " +
-                                std::to_string(shape.rows) + " rows cannot have " +
-                                std::to_string(shape.real_rows) + " real ones");
+    throw UsageError("stoke: " + std::string(backend) + ": a batch of " +
+                     std::to_string(shape.rows) + " rows cannot have " +
+                     std::to_string(shape.real_rows) + " real ones");
   }
   return {kernel_index(backend, shape.rows, "a batch"),
           kernel_index(backend, shape.real_rows, "a batch"),
@@ -64,7 +64,7 @@ struct OptimizerStepSizes {
   std::uint32_t parameters, begin, size, history_slot;
 };
 
-/// `step`'s sizes; throws `std::invalid_argument` for one that does not fit the kernels.
+/// `step`'s sizes; throws `UsageError` for one that does not fit the kernels.
 inline OptimizerStepSizes optimizer_step_sizes(std::string_view backend,
                                                const OptimizerStepShape& step) {
   return {kernel_index(backend, step.parameters, "a parameter count"),

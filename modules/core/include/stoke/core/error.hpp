@@ -1,6 +1,22 @@
 #pragma once
 /// @file
-/// stoke's exception types: one base carrying the source location, one for data errors.
+/// stoke's exception types: one base carrying the source location; misuse of the API
+/// (`UsageError`, `StateError`), bad input (`InputError`) and failed samples (`DataError`).
+///
+/// Every exception stoke raises derives from `stoke::Error` (the backends and process groups
+/// add their own: `vulkan::DeviceError`, `cuda::DeviceError`, `dist::GroupError`), so one
+/// `catch (const stoke::Error&)` takes them all. What can come through a stoke call without
+/// deriving from it:
+/// - `std::bad_alloc` when memory runs out, and `std::system_error` when the system refuses
+///   a thread or a lock (the loaders, `prefetch_to_device`, the collectives and `Learner`
+///   start threads);
+/// - `std::filesystem::filesystem_error` from `Learner`'s checkpoint directory and metrics
+///   log (creating the directory, looking at the files);
+/// - `nlohmann::json::type_error` when a name or metadata value written to a safetensors
+///   file (`save_safetensors`, a checkpoint) is not valid UTF-8;
+/// - whatever your own code throws (a model's step, an optimizer, a backend of your own),
+///   unchanged, except from `Dataset::get`, `Batcher::batch` and the uploads and fences of
+///   `prefetch_to_device`, which stoke wraps in a `DataError`.
 
 #include <cstddef>
 #include <exception>
@@ -23,6 +39,21 @@ class Error : public std::runtime_error {
 
  private:
   std::source_location where_;
+};
+
+/// Misuse of the API: an argument that breaks a call's contract (a zero size, an index out
+/// of range, sizes that do not match, a buffer of another device) or a call an object does
+/// not support. A bug in the calling code, not in the data.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
+/// A call made in a state that does not allow it: after the point it had to come before, on
+/// an `iter()` range a later `iter()` replaced, on split parts that are not in lockstep.
+class StateError : public UsageError {
+ public:
+  using UsageError::UsageError;
 };
 
 /// Bad input: a file, a record or a value that cannot be used, named with path and offset.

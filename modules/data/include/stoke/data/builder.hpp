@@ -4,9 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <stdexcept>
 #include <utility>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/batch_loader.hpp>
 #include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/options.hpp>
@@ -25,7 +25,7 @@ class DataLoaderBuilder {
 
   /// Samples per batch (at least 1).
   DataLoaderBuilder& batch_size(std::size_t size) {
-    if (size == 0) throw std::invalid_argument("stoke: batch_size must be at least 1");
+    if (size == 0) throw UsageError("stoke: batch_size must be at least 1");
     options_.batch_size = size;
     return *this;
   }
@@ -55,7 +55,7 @@ class DataLoaderBuilder {
   /// Host batches made ahead of the consumer (at least 1): the bound on memory in flight.
   /// (Uploading batches to a device ahead of the step is `prefetch_to_device`.)
   DataLoaderBuilder& queue_depth(std::size_t depth) {
-    if (depth == 0) throw std::invalid_argument("stoke: queue depth must be at least 1");
+    if (depth == 0) throw UsageError("stoke: queue depth must be at least 1");
     options_.queue_depth = depth;
     return *this;
   }

@@ -10,11 +10,11 @@
 #include <limits>
 #include <numeric>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/remainder.hpp>
 
 namespace stoke {
@@ -58,13 +58,13 @@ class EpochPlan {
   /// A plan over `dataset_size` positions in batches of `batch_size`.
   EpochPlan(std::size_t dataset_size, std::size_t batch_size, Remainder remainder)
       : dataset_size_(dataset_size), batch_size_(batch_size), remainder_(remainder) {
-    if (batch_size == 0) throw std::invalid_argument("stoke: batch size must be at least 1");
+    if (batch_size == 0) throw UsageError("stoke: batch size must be at least 1");
   }
 
   /// Narrows to positions `[begin, end)` of the current sequence (clamped to its length).
   void add_slice(std::size_t begin, std::size_t end) {
     if (end < begin) {
-      throw std::invalid_argument("stoke: slice(" + std::to_string(begin) + ", " +
+      throw UsageError("stoke: slice(" + std::to_string(begin) + ", " +
                                   std::to_string(end) + ") has end before begin");
     }
     narrowings_.emplace_back(PositionSlice{begin, end});
@@ -74,11 +74,11 @@ class EpochPlan {
   /// so a rank-then-device split pads or drops once, not at each level.
   void add_part(std::size_t count, std::size_t index) {
     if (count == 0 || index >= count) {
-      throw std::invalid_argument("stoke: part " + std::to_string(index) + " of " +
+      throw UsageError("stoke: part " + std::to_string(index) + " of " +
                                   std::to_string(count) + " does not exist");
     }
     if (remainder_ == Remainder::partial) {
-      throw std::invalid_argument(
+      throw UsageError(
           "stoke: splitting needs Remainder::drop or Remainder::pad, so that every part runs "
           "the same number of batches (the loader was built with Remainder::partial)");
     }

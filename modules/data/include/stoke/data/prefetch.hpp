@@ -14,7 +14,6 @@
 #include <optional>
 #include <ranges>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <type_traits>
@@ -323,7 +322,7 @@ class PrefetchLoader {
   /// Wraps `loader`, keeping `depth` (at least 1) uploads in flight with `stage`.
   PrefetchLoader(L loader, std::size_t depth, Stage stage = {})
       : inner_(std::make_shared<L>(std::move(loader))), depth_(depth), stage_(std::move(stage)) {
-    if (depth_ == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
+    if (depth_ == 0) throw UsageError("stoke: prefetch depth must be at least 1");
     if constexpr (requires { inner_->device(); }) device_ = inner_->device();
   }
   /// A copy wraps a copy of the inner loader; it makes its own stager when first iterated.
@@ -419,7 +418,7 @@ class PrefetchLoader {
       return [inner = inner_]() -> std::optional<LoaderState> {
         try {
           return inner->state();
-        } catch (const std::logic_error&) {
+        } catch (const UsageError&) {
           return std::nullopt;
         }
       };
@@ -444,7 +443,7 @@ class PrefetchLoader {
 template <class B, DataLoader L>
   requires is_host_memory_backend<B> || StagingBackend<B>
 [[nodiscard]] auto prefetch_to_device(L loader, std::size_t depth) {
-  if (depth == 0) throw std::invalid_argument("stoke: prefetch depth must be at least 1");
+  if (depth == 0) throw UsageError("stoke: prefetch depth must be at least 1");
   if constexpr (is_host_memory_backend<B>) {
     return loader;
   } else {

@@ -5,10 +5,10 @@
 #include <concepts>
 #include <cstddef>
 #include <ranges>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/state.hpp>
 
@@ -34,7 +34,7 @@ concept DeviceRangeOf =
 template <SplitSource L, detail::DeviceRangeOf<typename L::device_type> Devices>
 [[nodiscard]] std::vector<L> split(const L& loader, const Devices& devices) {
   const auto count = static_cast<std::size_t>(std::ranges::distance(devices));
-  if (count == 0) throw std::invalid_argument("stoke: split needs at least one device");
+  if (count == 0) throw UsageError("stoke: split needs at least one device");
   std::vector<L> parts;
   parts.reserve(count);
   std::size_t index = 0;
@@ -57,12 +57,12 @@ template <SplitSource L>
 /// batches); refuses parts that are not in lockstep.
 template <SplitSource L>
 [[nodiscard]] LoaderState split_state(const std::vector<L>& parts) {
-  if (parts.empty()) throw std::invalid_argument("stoke: split_state needs at least one part");
+  if (parts.empty()) throw UsageError("stoke: split_state needs at least one part");
   const LoaderState state = parts.front().state();
   for (std::size_t k = 1; k < parts.size(); ++k) {
     if (parts[k].state() != state) {
-      throw std::logic_error("stoke: split_state: part " + std::to_string(k) +
-                             " is not in lockstep with part 0");
+      throw StateError("stoke: split_state: part " + std::to_string(k) +
+                       " is not in lockstep with part 0");
     }
   }
   return state;

@@ -9,10 +9,10 @@
 #include <functional>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <utility>
 
 #include <stoke/core/collective.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/cpu/collective.hpp>
 #include <stoke/dist/process_group.hpp>
 
@@ -36,7 +36,7 @@ class GroupCollective {
   /// this collective.
   GroupCollective(std::unique_ptr<Local> local, Group& group)
       : local_(std::move(local)), group_(&group) {
-    if (!local_) throw std::invalid_argument("stoke: GroupCollective needs a local collective");
+    if (!local_) throw UsageError("stoke: GroupCollective needs a local collective");
   }
 
   /// Number of local participants (this process's devices).
@@ -74,7 +74,7 @@ class GroupCollective {
 /// `GroupCollective` over `make_local(participants)` (a `std::unique_ptr` to a `Collective`)
 /// and `group`. `group` must outlive every collective made.
 template <ProcessGroup Group, class MakeLocal>
-requires std::invocable<MakeLocal&, std::size_t>
+  requires std::invocable<MakeLocal&, std::size_t>
 [[nodiscard]] std::function<AnyCollective(std::size_t)> make_group_collective_factory(
     Group& group, MakeLocal make_local) {
   return [&group, make_local = std::move(make_local)](std::size_t participants) mutable {

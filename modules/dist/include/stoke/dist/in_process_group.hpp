@@ -15,12 +15,12 @@
 #include <mutex>
 #include <optional>
 #include <span>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
 
+#include <stoke/core/error.hpp>
 #include <stoke/dist/error.hpp>
 #include <stoke/dist/process_group.hpp>
 
@@ -32,7 +32,7 @@ class InProcessContext {
  public:
   /// A context for `size` ranks.
   explicit InProcessContext(std::size_t size) : size_(size), sources_(size), lengths_(size) {
-    if (size == 0) throw std::invalid_argument("stoke: a process group needs a rank");
+    if (size == 0) throw UsageError("stoke: a process group needs a rank");
   }
 
   /// Number of ranks.
@@ -94,8 +94,7 @@ class InProcessGroup {
   InProcessGroup(std::shared_ptr<InProcessContext> context, std::size_t rank)
       : context_(std::move(context)), rank_(rank) {
     if (!context_ || rank_ >= context_->size()) {
-      throw std::invalid_argument("stoke: rank " + std::to_string(rank) +
-                                  " is not in the process group");
+      throw UsageError("stoke: rank " + std::to_string(rank) + " is not in the process group");
     }
   }
 
@@ -118,8 +117,8 @@ class InProcessGroup {
   /// See `ProcessGroup`: every rank's `bytes` becomes rank `root`'s.
   void broadcast(std::span<std::byte> bytes, std::size_t root) {
     if (root >= size()) {
-      throw std::invalid_argument("stoke: broadcast from rank " + std::to_string(root) +
-                                  " of a group of " + std::to_string(size()));
+      throw UsageError("stoke: broadcast from rank " + std::to_string(root) + " of a group of " +
+                       std::to_string(size()));
     }
     publish(bytes.data(), bytes.size());
     check_lengths("broadcast", root);
@@ -180,7 +179,7 @@ class InProcessGroup {
 /// A rank that throws aborts the group, so no other rank is left waiting; the first error
 /// that is not a `GroupAbortedError` (or else the first one) is then rethrown here.
 template <class F>
-requires std::invocable<F&, InProcessGroup&>
+  requires std::invocable<F&, InProcessGroup&>
 void run_in_process_group(std::size_t size, F fn) {
   auto context = std::make_shared<InProcessContext>(size);
   std::mutex mutex;

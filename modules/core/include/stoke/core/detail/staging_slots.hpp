@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -76,7 +75,7 @@ class StagingSlots {
   /// A pool of at most `capacity` (at least 1) slots whose memory `allocator` makes.
   StagingSlots(std::size_t capacity, Allocator allocator)
       : allocator_(std::move(allocator)), slots_(capacity) {
-    if (capacity == 0) throw std::invalid_argument("stoke: a stager needs a staging slot");
+    if (capacity == 0) throw UsageError("stoke: a stager needs a staging slot");
   }
   StagingSlots(const StagingSlots&) = delete;
   StagingSlots& operator=(const StagingSlots&) = delete;

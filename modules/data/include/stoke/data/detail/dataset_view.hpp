@@ -4,10 +4,11 @@
 /// prefetch hint for bulk reads.
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
+
+#include <stoke/core/error.hpp>
 
 namespace stoke::detail {
 
@@ -15,14 +16,14 @@ namespace stoke::detail {
 template <class S>
 using get_result_t = decltype(std::declval<const S&>().get(std::size_t{}));
 
-/// Throws the `std::out_of_range` of `check_index` (kept out of line of the fast path).
+/// Throws the `UsageError` of `check_index` (kept out of line of the fast path).
 [[noreturn]] inline void throw_index_out_of_range(std::size_t index, std::size_t size,
                                                   std::string_view dataset) {
-  throw std::out_of_range("stoke: " + std::string(dataset) + " index " + std::to_string(index) +
-                          " is out of range for size " + std::to_string(size));
+  throw UsageError("stoke: " + std::string(dataset) + " index " + std::to_string(index) +
+                   " is out of range for size " + std::to_string(size));
 }
 
-/// Throws `std::out_of_range` naming `dataset`, `index` and `size` unless `index < size`.
+/// Throws `UsageError` naming `dataset`, `index` and `size` unless `index < size`.
 inline void check_index(std::size_t index, std::size_t size, std::string_view dataset) {
   if (index >= size) [[unlikely]] {
     throw_index_out_of_range(index, size, dataset);

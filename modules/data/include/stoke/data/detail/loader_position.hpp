@@ -7,7 +7,6 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
@@ -110,7 +109,7 @@ class LoaderPosition {
   /// {seed, epoch, positions of the epoch consumed by all parts of `plan`'s split together}.
   [[nodiscard]] LoaderState state(const EpochPlan& plan, const LoaderOptions& options) const {
     if (plan.has_slices()) {
-      throw std::logic_error(
+      throw UsageError(
           "stoke: state() is defined for a loader and its split parts, not for a slice");
     }
     LoaderState state{options.seed,        next_epoch_,     0,

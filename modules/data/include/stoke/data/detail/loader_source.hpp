@@ -7,10 +7,10 @@
 #include <cstdint>
 #include <memory>
 #include <ranges>
-#include <stdexcept>
 #include <utility>
 #include <vector>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/any_epoch_order.hpp>
 #include <stoke/data/options.hpp>
@@ -55,7 +55,7 @@ class LoaderSource {
           std::vector<std::size_t>(std::ranges::begin(begins), std::ranges::end(begins)),
           static_cast<std::size_t>(dataset.size()));
     } else {
-      throw std::invalid_argument(
+      throw UsageError(
           "stoke: shard-aware shuffling needs a dataset with shard_begins()");
     }
   }

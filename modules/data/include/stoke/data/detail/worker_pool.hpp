@@ -11,10 +11,10 @@
 #include <memory>
 #include <mutex>
 #include <optional>
-#include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/detail/step_chunks.hpp>
 #include <stoke/data/detail/thread_names.hpp>
 
@@ -96,7 +96,7 @@ class WorkerPool {
   std::optional<Value> take(std::size_t generation) {
     std::unique_lock lock(mutex_);
     if (generation != generation_) {
-      throw std::logic_error(
+      throw StateError(
           "stoke: this iter() range was superseded by a later iter() on the same loader");
     }
     if (next_take_ >= num_steps_) return std::nullopt;
@@ -113,7 +113,7 @@ class WorkerPool {
     }
     consumer_waiting_ = false;
     if (generation != generation_) {
-      throw std::logic_error("stoke: this iter() range was cancelled while it waited for a batch");
+      throw StateError("stoke: this iter() range was cancelled while it waited for a batch");
     }
     Result result = std::move(*slot);
     slot.reset();

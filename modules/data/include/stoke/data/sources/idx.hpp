@@ -291,7 +291,7 @@ class IdxClassificationDataset {
   [[nodiscard]] std::size_t size() const noexcept { return labels_.dims()[0]; }
 
   /// Image `index` (its pixels point into the shared buffer) with its label. Throws
-  /// `std::out_of_range` naming the index and the size when `index >= size()`.
+  /// `UsageError` naming the index and the size when `index >= size()`.
   [[nodiscard]] LabeledImage get(std::size_t index) const {
     detail::check_index(index, size(), "IdxClassificationDataset");
     return {images_.data().subspan(index * image_size_, image_size_), labels_.data()[index]};

@@ -24,7 +24,7 @@ class InMemoryDataset {
   /// Number of samples.
   [[nodiscard]] std::size_t size() const noexcept { return items_->size(); }
 
-  /// Sample `index`, by reference into the shared storage; throws `std::out_of_range`
+  /// Sample `index`, by reference into the shared storage; throws `UsageError`
   /// naming the index and the size when `index >= size()`.
   [[nodiscard]] typename std::vector<T>::const_reference get(std::size_t index) const {
     detail::check_index(index, size(), "InMemoryDataset");
@@ -32,7 +32,7 @@ class InMemoryDataset {
   }
 
   /// Appends copies of the samples at `indices` to `out`, in order. Checks every index
-  /// first: on `std::out_of_range` nothing is appended.
+  /// first: on `UsageError` nothing is appended.
   void get_many(std::span<const std::size_t> indices, std::vector<T>& out) const {
     const std::vector<T>& items = *items_;
     for (const std::size_t index : indices) {

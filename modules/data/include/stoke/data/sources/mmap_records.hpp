@@ -41,7 +41,7 @@ class FileMapping {
       int fd;
       ~FdCloser() { ::close(fd); }
     } closer{fd};
-    struct stat info {};
+    struct stat info{};
     if (::fstat(fd, &info) != 0) fail("cannot stat", errno);
     if (!S_ISREG(info.st_mode)) {
       throw InputError("stoke: cannot map " + quoted_path(path_) + ": not a regular file");
@@ -119,7 +119,7 @@ class MmapRecordDataset {
   /// Number of records.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
-  /// The bytes of record `index`, inside the mapping; throws `std::out_of_range` naming the
+  /// The bytes of record `index`, inside the mapping; throws `UsageError` naming the
   /// index and the size when `index >= size()`.
   [[nodiscard]] std::span<const std::byte> get(std::size_t index) const {
     detail::check_index(index, size_, "MmapRecordDataset");

@@ -35,9 +35,9 @@ namespace detail {
 /// next ones the second part, and so on. Every part has the same item type; `get` returns their
 /// common reference (a reference when every part returns one, else a value).
 template <Dataset First, Dataset... Rest>
-requires(std::same_as<dataset_item_t<First>, dataset_item_t<Rest>>&&...) && requires {
-  typename std::common_reference_t<detail::get_result_t<First>, detail::get_result_t<Rest>...>;
-}
+  requires(std::same_as<dataset_item_t<First>, dataset_item_t<Rest>> && ...) && requires {
+    typename std::common_reference_t<detail::get_result_t<First>, detail::get_result_t<Rest>...>;
+  }
 class ComposedDataset {
  public:
   /// What `get` returns.
@@ -58,7 +58,7 @@ class ComposedDataset {
   /// Total number of samples.
   [[nodiscard]] std::size_t size() const noexcept { return offsets_.back(); }
 
-  /// Sample `index` of the concatenation; throws `std::out_of_range` when `index >= size()`.
+  /// Sample `index` of the concatenation; throws `UsageError` when `index >= size()`.
   [[nodiscard]] reference get(std::size_t index) const {
     detail::check_index(index, size(), "ComposedDataset");
     static constexpr std::array<Getter, kParts> getters =
@@ -90,7 +90,8 @@ class ComposedDataset {
 
 /// The concatenation of `parts...` (copies), as a `ComposedDataset`.
 template <class... Parts>
-requires(sizeof...(Parts) > 0) [[nodiscard]] auto compose(Parts&&... parts) {
+  requires(sizeof...(Parts) > 0)
+[[nodiscard]] auto compose(Parts&&... parts) {
   return ComposedDataset<std::remove_cvref_t<Parts>...>(std::forward<Parts>(parts)...);
 }
 
@@ -112,7 +113,7 @@ class ConcatDataset {
   /// Total number of samples.
   [[nodiscard]] std::size_t size() const noexcept { return state_->offsets.back(); }
 
-  /// Sample `index` of the concatenation; throws `std::out_of_range` when `index >= size()`.
+  /// Sample `index` of the concatenation; throws `UsageError` when `index >= size()`.
   [[nodiscard]] detail::get_result_t<S> get(std::size_t index) const {
     detail::check_index(index, size(), "ConcatDataset");
     const std::size_t part = detail::find_part(state_->offsets, index);

@@ -4,10 +4,10 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/dataset_view.hpp>
 #include <stoke/data/transforms/pipe.hpp>
@@ -19,16 +19,15 @@ template <Dataset S>
 class PartialDataset {
  public:
   /// Samples `[begin, end)` of `inner`; `end` is clamped to `inner.size()`. Throws
-  /// `std::invalid_argument` naming the numbers when `begin` is past the (clamped) end.
+  /// `UsageError` naming the numbers when `begin` is past the (clamped) end.
   PartialDataset(S inner, std::size_t begin, std::size_t end)
       : inner_(std::move(inner)), begin_(begin) {
     const std::size_t inner_size = inner_.size();
     const std::size_t clamped_end = std::min(end, inner_size);
     if (begin > clamped_end) {
-      throw std::invalid_argument("stoke: partial begin " + std::to_string(begin) +
-                                  " is past its end " + std::to_string(clamped_end) + " (end " +
-                                  std::to_string(end) + ", dataset size " +
-                                  std::to_string(inner_size) + ")");
+      throw UsageError("stoke: partial begin " + std::to_string(begin) + " is past its end " +
+                       std::to_string(clamped_end) + " (end " + std::to_string(end) +
+                       ", dataset size " + std::to_string(inner_size) + ")");
     }
     size_ = clamped_end - begin;
   }
@@ -36,13 +35,13 @@ class PartialDataset {
   /// Number of samples: `end - begin` after clamping.
   [[nodiscard]] std::size_t size() const noexcept { return size_; }
 
-  /// Sample `begin + index` of the inner dataset; throws `std::out_of_range` when
+  /// Sample `begin + index` of the inner dataset; throws `UsageError` when
   /// `index >= size()`.
   [[nodiscard]] detail::get_result_t<S> get(std::size_t index) const {
     return inner_.get(inner_index(index));
   }
 
-  /// The inner dataset's index for `index`; throws `std::out_of_range` when out of range.
+  /// The inner dataset's index for `index`; throws `UsageError` when out of range.
   [[nodiscard]] std::size_t inner_index(std::size_t index) const {
     detail::check_index(index, size_, "PartialDataset");
     return begin_ + index;

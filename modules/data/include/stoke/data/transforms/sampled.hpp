@@ -7,10 +7,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <limits>
-#include <stdexcept>
 #include <string>
 #include <utility>
 
+#include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/dataset_view.hpp>
@@ -62,7 +62,7 @@ namespace detail {
 template <Dataset S>
 class SampledDataset {
  public:
-  /// `count` samples of `inner`; throws `std::invalid_argument` when `count > 0` and
+  /// `count` samples of `inner`; throws `UsageError` when `count > 0` and
   /// `inner` is empty.
   SampledDataset(S inner, std::size_t count, std::uint64_t seed, Replacement replacement)
       : inner_(std::move(inner)),
@@ -71,8 +71,8 @@ class SampledDataset {
         seed_(seed),
         replacement_(replacement) {
     if (count_ > 0 && inner_size_ == 0) {
-      throw std::invalid_argument("stoke: cannot draw " + std::to_string(count_) +
-                                  " samples from an empty dataset");
+      throw UsageError("stoke: cannot draw " + std::to_string(count_) +
+                       " samples from an empty dataset");
     }
   }
 
@@ -84,7 +84,7 @@ class SampledDataset {
     return inner_.get(inner_index(index));
   }
 
-  /// The inner dataset's index drawn for sample `index`; throws `std::out_of_range` when
+  /// The inner dataset's index drawn for sample `index`; throws `UsageError` when
   /// `index >= size()`.
   [[nodiscard]] std::size_t inner_index(std::size_t index) const {
     detail::check_index(index, count_, "SampledDataset");

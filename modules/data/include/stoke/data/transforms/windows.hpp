@@ -4,11 +4,11 @@
 /// sequences and time series).
 
 #include <cstddef>
-#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/dataset_view.hpp>
 #include <stoke/data/transforms/pipe.hpp>
@@ -21,14 +21,13 @@ namespace stoke {
 template <Dataset S>
 class WindowsDataset {
  public:
-  /// Windows of `window_size` samples of `inner`, `stride` apart; throws `std::invalid_argument`
+  /// Windows of `window_size` samples of `inner`, `stride` apart; throws `UsageError`
   /// when `window_size` or `stride` is 0.
   WindowsDataset(S inner, std::size_t window_size, std::size_t stride)
       : inner_(std::move(inner)), window_(window_size), stride_(stride) {
     if (window_size == 0 || stride == 0) {
-      throw std::invalid_argument(
-          "stoke: windows need a size and a stride of at least 1, got size " +
-          std::to_string(window_size) + " and stride " + std::to_string(stride));
+      throw UsageError("stoke: windows need a size and a stride of at least 1, got size " +
+                       std::to_string(window_size) + " and stride " + std::to_string(stride));
     }
     const std::size_t n = inner_.size();
     count_ = n >= window_size ? (n - window_size) / stride + 1 : 0;
@@ -38,7 +37,7 @@ class WindowsDataset {
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
 
   /// Window `index`: copies of samples `[index * stride, index * stride + size)` of the inner
-  /// dataset; throws `std::out_of_range` when `index >= size()`.
+  /// dataset; throws `UsageError` when `index >= size()`.
   [[nodiscard]] std::vector<dataset_item_t<S>> get(std::size_t index) const {
     detail::check_index(index, count_, "WindowsDataset");
     std::vector<dataset_item_t<S>> window;
