@@ -16,7 +16,7 @@
 #
 # Option STOKE_INSTALL (default: ON when stoke is the top-level project) turns the rules on.
 
-option(STOKE_INSTALL "Generate stoke's install rules and package configuration" ${STOKE_IS_TOP_LEVEL})
+option(STOKE_INSTALL "Generate stoke's install rules and package configuration" ${PROJECT_IS_TOP_LEVEL})
 if(NOT STOKE_INSTALL)
   return()
 endif()
@@ -27,30 +27,10 @@ set(STOKE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/stoke" CACHE STRING
   "Where stoke's package configuration is installed, relative to the prefix")
 mark_as_advanced(STOKE_INSTALL_CMAKEDIR)
 
-# Installs the headers of `target`: every directory of this project in its build-tree include
-# path ($<BUILD_INTERFACE:...> entries of INTERFACE_INCLUDE_DIRECTORIES under the source or
-# build tree, generated ones included; not those of dependencies, such as NCCL's) goes to
-# include/, so the install tree mirrors `#include <stoke/...>`.
-function(_stoke_install_headers target)
-  get_target_property(directories ${target} INTERFACE_INCLUDE_DIRECTORIES)
-  foreach(entry IN LISTS directories)
-    if(NOT entry MATCHES "^\\$<BUILD_INTERFACE:(.+)>$")
-      continue()
-    endif()
-    set(dir "${CMAKE_MATCH_1}")
-    cmake_path(IS_PREFIX PROJECT_SOURCE_DIR "${dir}" NORMALIZE in_source)
-    cmake_path(IS_PREFIX PROJECT_BINARY_DIR "${dir}" NORMALIZE in_build)
-    if(in_source OR in_build)
-      install(DIRECTORY "${dir}/" DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}"
-        FILES_MATCHING PATTERN "*.hpp" PATTERN "*.h" PATTERN "*.cuh" PATTERN "*.inl")
-    endif()
-  endforeach()
-endfunction()
-
 # The target namespaces whose packages stokeConfig.cmake.in finds (the core's always; Vulkan,
 # MPI and CUDA for the components that link them). A component linking another namespace is
 # reported here, at configure time, since its consumers would lack that package.
-set(_stoke_found_namespaces Threads Eigen3 range-v3 ZLIB nlohmann_json fmt stoke Vulkan MPI CUDA)
+set(_stoke_found_namespaces Threads Eigen3 ZLIB nlohmann_json fmt stoke Vulkan MPI CUDA)
 function(_stoke_check_link_packages target)
   get_target_property(libraries ${target} INTERFACE_LINK_LIBRARIES)
   foreach(library IN LISTS libraries)
@@ -61,14 +41,14 @@ function(_stoke_check_link_packages target)
   endforeach()
 endfunction()
 
-# The core and the learner: always installed, in export set stoke-targets.
-set_target_properties(stoke PROPERTIES EXPORT_NAME stoke)
-set_target_properties(stoke_learner PROPERTIES EXPORT_NAME learner)
-install(TARGETS stoke stoke_learner EXPORT stoke-targets)
-_stoke_install_headers(stoke)
-_stoke_install_headers(stoke_learner)
-_stoke_check_link_packages(stoke)
-_stoke_check_link_packages(stoke_learner)
+# stoke::stoke (with stoke::core and stoke::cpu) and the learner: always installed, in export
+# set stoke-targets. Each target's headers are its FILE_SET HEADERS, installed under include/
+# as they lie under the set's base directories (so the tree mirrors `#include <stoke/...>`).
+install(TARGETS stoke stoke_core stoke_cpu stoke_learner EXPORT stoke-targets
+  FILE_SET HEADERS DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
+foreach(_stoke_target IN ITEMS stoke stoke_core stoke_cpu stoke_learner)
+  _stoke_check_link_packages(${_stoke_target})
+endforeach()
 install(EXPORT stoke-targets NAMESPACE stoke:: DESTINATION "${STOKE_INSTALL_CMAKEDIR}")
 
 # The components that were built here, each in its own export set.
@@ -87,7 +67,7 @@ foreach(_stoke_component IN ITEMS cuda vulkan mpi module)
   if(NOT _stoke_type STREQUAL "INTERFACE_LIBRARY")
     set(_stoke_arch_independent "")
   endif()
-  set(_stoke_file_sets "")
+  set(_stoke_file_sets FILE_SET HEADERS DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
   if(_stoke_component STREQUAL "module")
     # The module interface unit is installed as source: every consumer compiles its own BMI
     # with its own flags (CMake does this for imported module targets).
@@ -98,9 +78,6 @@ foreach(_stoke_component IN ITEMS cuda vulkan mpi module)
     LIBRARY DESTINATION "${CMAKE_INSTALL_LIBDIR}"
     RUNTIME DESTINATION "${CMAKE_INSTALL_BINDIR}"
     ${_stoke_file_sets})
-  if(NOT _stoke_component STREQUAL "module")
-    _stoke_install_headers(${_stoke_target})
-  endif()
   _stoke_check_link_packages(${_stoke_target})
   set(_stoke_modules_directory "")
   if(_stoke_component STREQUAL "module")

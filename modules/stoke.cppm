@@ -47,6 +47,7 @@ using stoke::SampleRng;
 using stoke::SgdHyperparameters;
 using stoke::Shard;
 using stoke::shard_of;
+using stoke::SharedMemoryCollective;
 using stoke::SoftmaxShape;
 using stoke::Staged;
 using stoke::stager_t;
@@ -151,7 +152,6 @@ using stoke::cpu::LabeledImage;
 using stoke::cpu::matrix;
 using stoke::cpu::PendingClassification;
 using stoke::cpu::PendingStack;
-using stoke::cpu::SharedMemoryCollective;
 using stoke::cpu::StackBatcher;
 using stoke::cpu::Tensor;
 }  // namespace stoke::cpu

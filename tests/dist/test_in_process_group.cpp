@@ -26,8 +26,8 @@ using stoke::dist::run_in_process_group;
 using ::testing::HasSubstr;
 
 static_assert(stoke::ProcessGroup<InProcessGroup>);
-static_assert(stoke::Collective<
-              stoke::dist::GroupCollective<stoke::cpu::SharedMemoryCollective, InProcessGroup>>);
+static_assert(
+    stoke::Collective<stoke::dist::GroupCollective<stoke::SharedMemoryCollective, InProcessGroup>>);
 
 /// Runs `fn(group)` on `ranks` threads and collects every rank's error message ("" if none).
 template <class F>
@@ -151,10 +151,9 @@ TEST(Agreement, EveryRankRefusesARankWithAnotherDatasetSizeNamingBothValues) {
 TEST(Agreement, NamesEveryMismatchOfEveryRank) {
   const auto errors = errors_of_every_rank(3, [](InProcessGroup& group) {
     const stoke::testing::ToyImages data(100);
-    auto builder =
-        stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>({})
-            .batch_size(8)
-            .shuffle(group.rank() == 2 ? 8 : 7);
+    auto builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>({})
+                       .batch_size(8)
+                       .shuffle(group.rank() == 2 ? 8 : 7);
     if (group.rank() == 1)
       builder.pad();
     else

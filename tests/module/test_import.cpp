@@ -48,7 +48,7 @@ struct ShardedInts {
 };
 static_assert(stoke::Device<CpuDevice>);
 static_assert(stoke::Backend<CpuBackend>);
-static_assert(stoke::Collective<stoke::cpu::SharedMemoryCollective>);
+static_assert(stoke::Collective<stoke::SharedMemoryCollective>);
 static_assert(stoke::CollectiveBackend<CpuBackend>);
 static_assert(stoke::Dataset<Ints>);
 static_assert(stoke::ShardedDataset<ShardedInts> && !stoke::ShardedDataset<Ints>);
@@ -141,12 +141,12 @@ void core() {
   CHECK(stoke::device_name(CpuDevice{2}) == "cpu:2");
   CHECK(CpuBackend::name() == "cpu" && CpuBackend::devices(3).size() == 3);
 
-  stoke::AnyCollective collective(std::make_unique<stoke::cpu::SharedMemoryCollective>(1));
+  stoke::AnyCollective collective(std::make_unique<stoke::SharedMemoryCollective>(1));
   std::vector<float> values{1.0f, 2.0f};
   collective.all_reduce_sum(0, values);
   CHECK(collective.size() == 1 && values[1] == 2.0f);
   collective.all_gather(0, values);
-  stoke::cpu::SharedMemoryCollective shared(1);
+  stoke::SharedMemoryCollective shared(1);
   stoke::all_gather(shared, 0, values);
   CHECK(values[0] == 1.0f && stoke::shard_of(10, 1, 2).begin == 5);
   CHECK((stoke::Shard{.begin = 2, .end = 5}).size() == 3);
@@ -308,7 +308,7 @@ void cpu() {
     const stoke::cpu::HostBuffer buffer = pool.acquire(16);
   }
   CHECK(pool.free_buffers() == 1 && pool.capacity() == 2);
-  stoke::cpu::SharedMemoryCollective collective(1);
+  stoke::SharedMemoryCollective collective(1);
   collective.abort();
 }
 

@@ -5,7 +5,7 @@
 
 #include <stoke/cpu/backend.hpp>
 #include <stoke/cpu/buffer_pool.hpp>
-#include <stoke/cpu/collective.hpp>
+#include <stoke/core/shared_memory_collective.hpp>
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/image_batcher.hpp>
 #include <stoke/cpu/stack_batcher.hpp>

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <stoke/core/detail/env.hpp>
-#include <stoke/cpu/collective.hpp>
+#include <stoke/core/shared_memory_collective.hpp>
 #include <stoke/cpu/device.hpp>
 
 namespace stoke::cpu {
@@ -19,8 +19,8 @@ namespace stoke::cpu {
 /// environment variable `STOKE_CPU_DEVICES` (default: the number of hardware threads); a
 /// value that is not a count is an `InputError`.
 struct Backend {
-  using Device = cpu::Device;                      ///< `cpu:N`
-  using Collective = cpu::SharedMemoryCollective;  ///< all_reduce through shared memory
+  using Device = cpu::Device;                 ///< `cpu:N`
+  using Collective = SharedMemoryCollective;  ///< all_reduce through shared memory
   /// Batches already live where CPU devices compute: device prefetch passes them through.
   static constexpr bool host_memory = true;
 

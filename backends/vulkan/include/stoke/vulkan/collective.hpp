@@ -12,7 +12,7 @@
 
 #include <stoke/core/device.hpp>
 #include <stoke/core/error.hpp>
-#include <stoke/cpu/collective.hpp>
+#include <stoke/core/shared_memory_collective.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/device.hpp>
 #include <stoke/vulkan/registry.hpp>
@@ -99,7 +99,7 @@ class HostStagedCollective {
 
   std::vector<Device> devices_;
   std::vector<std::unique_ptr<Stager>> stagers_;
-  cpu::SharedMemoryCollective host_;
+  SharedMemoryCollective host_;
 };
 
 }  // namespace stoke::vulkan

@@ -13,7 +13,7 @@
 
 #include <stoke/core/collective.hpp>
 #include <stoke/core/error.hpp>
-#include <stoke/cpu/collective.hpp>
+#include <stoke/core/shared_memory_collective.hpp>
 #include <stoke/dist/process_group.hpp>
 
 namespace stoke::dist {
@@ -85,12 +85,12 @@ template <ProcessGroup Group, class MakeLocal>
 }
 
 /// The same, summing this process's devices through shared memory
-/// (`cpu::SharedMemoryCollective`): for every backend whose buffers are in host memory.
+/// (`SharedMemoryCollective`): for every backend whose buffers are in host memory.
 template <ProcessGroup Group>
 [[nodiscard]] std::function<AnyCollective(std::size_t)> make_group_collective_factory(
     Group& group) {
   return make_group_collective_factory(group, [](std::size_t participants) {
-    return std::make_unique<cpu::SharedMemoryCollective>(participants);
+    return std::make_unique<SharedMemoryCollective>(participants);
   });
 }
 

@@ -17,7 +17,7 @@
 
 namespace {
 
-using stoke::cpu::SharedMemoryCollective;
+using stoke::SharedMemoryCollective;
 
 /// Runs `body(participant)` on one thread per participant; returns what each threw ("" if
 /// nothing).

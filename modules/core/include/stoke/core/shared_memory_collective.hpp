@@ -1,6 +1,7 @@
 #pragma once
 /// @file
-/// `cpu::SharedMemoryCollective`: all_reduce between CPU devices (threads of one process).
+/// `SharedMemoryCollective`: all_reduce between the threads of one process over host memory
+/// (the CPU backend's collective, and the host stage of the Vulkan one and of `dist`'s).
 
 #include <algorithm>
 #include <array>
@@ -14,7 +15,7 @@
 #include <stoke/core/collective.hpp>
 #include <stoke/core/error.hpp>
 
-namespace stoke::cpu {
+namespace stoke {
 
 /// Sums buffers across participants that share memory, in place. Participant `k` owns slice
 /// `k` of the buffers: it sums that slice of every participant's buffer (in the fixed order
@@ -135,4 +136,4 @@ class SharedMemoryCollective {
   std::atomic<std::size_t> generation_ = 0;
 };
 
-}  // namespace stoke::cpu
+}  // namespace stoke
