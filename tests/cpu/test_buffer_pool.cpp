@@ -19,9 +19,9 @@
 namespace {
 
 using stoke::cpu::BufferPool;
-using stoke::cpu::ImageBatcher;
 using stoke::cpu::Device;
 using stoke::cpu::HostBuffer;
+using stoke::cpu::ImageBatcher;
 using stoke::cpu::LabeledImage;
 using stoke::cpu::StackBatcher;
 using stoke::cpu::Tensor;
@@ -68,7 +68,9 @@ TEST(BufferPool, IsSharedByCopiesOfTheBatcher) {
 
 TEST(BufferPool, RecycledBatchesHoldOnlyTheirOwnValues) {
   const StackBatcher<float> batcher;
-  { const auto batch = batcher.batch(records(2, 100), Device{0}); }
+  {
+    const auto batch = batcher.batch(records(2, 100), Device{0});
+  }
   const auto batch = batcher.batch(records(2, 1), Device{0});
   EXPECT_THAT(batch.values(), ::testing::ElementsAre(1.0f, 2.0f, 3.0f, 2.0f, 3.0f, 4.0f));
 }
@@ -97,13 +99,17 @@ TEST(BufferPool, KeepsTheMostRecentlyFreedBuffers) {
 
 TEST(BufferPool, WithCapacityZeroKeepsNothing) {
   const BufferPool pool(0);
-  { const HostBuffer buffer = pool.acquire(64); }
+  {
+    const HostBuffer buffer = pool.acquire(64);
+  }
   EXPECT_EQ(pool.free_buffers(), 0u);
 }
 
 TEST(BufferPool, ReusesOnlyBuffersAtMostTwiceTheRequestedSize) {
   const BufferPool pool;
-  { const HostBuffer buffer = pool.acquire(1000); }
+  {
+    const HostBuffer buffer = pool.acquire(1000);
+  }
   const HostBuffer small = pool.acquire(100);  // a 1000-byte buffer would waste too much
   EXPECT_EQ(small.size(), 100u);
   EXPECT_EQ(pool.free_buffers(), 1u);
@@ -154,7 +160,10 @@ TEST(BufferPool, ServesSeveralThreadsAtOnce) {
 TEST(CpuTensor, OutlivesTheBatcherAndItsPool) {
   std::optional<StackBatcher<float>> batcher(std::in_place);
   std::optional<Tensor<float>> batch = batcher->batch(records(3, 7), Device{2});
-  { const auto freed = batcher->batch(records(3, 0), Device{0}); }  // the pool holds one buffer
+  {
+    const auto freed = batcher->batch(records(3, 0), Device{0});
+    // dropped here: the pool holds one buffer
+  }
   batcher.reset();  // the last handle to the pool: its free buffers are freed
   EXPECT_THAT(batch->values(),
               ::testing::ElementsAre(7.0f, 8.0f, 9.0f, 8.0f, 9.0f, 10.0f, 9.0f, 10.0f, 11.0f));

@@ -76,8 +76,8 @@ TEST(CudaStreams, ABatchDroppedWhileAKernelReadsItIsNotOverwrittenByTheNextBatch
     items.push_back({pixels[i], static_cast<std::uint32_t>(i % 10)});
   }
   const stoke::cuda::ImageBatcher batcher(0.2860F, 0.3530F);
-  const auto expected = stoke::cpu::ImageBatcher{.mean = 0.2860F, .std = 0.3530F}.batch(
-      items, stoke::cpu::Device{});
+  const auto expected =
+      stoke::cpu::ImageBatcher{.mean = 0.2860F, .std = 0.3530F}.batch(items, stoke::cpu::Device{});
   const std::size_t count = items.size() * 784;
   Buffer out(device, count * sizeof(float));
   const stoke::cuda::Stream step(device);

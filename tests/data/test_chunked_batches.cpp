@@ -118,8 +118,7 @@ struct RecordingBatcher {
 
 static_assert(
     stoke::ChunkedBatcher<stoke::cpu::StackBatcher<float>, Backend, std::vector<std::int32_t>>);
-static_assert(
-    stoke::ChunkedBatcher<stoke::cpu::ImageBatcher, Backend, stoke::cpu::LabeledImage>);
+static_assert(stoke::ChunkedBatcher<stoke::cpu::ImageBatcher, Backend, stoke::cpu::LabeledImage>);
 static_assert(stoke::ChunkedBatcher<RecordingBatcher, Backend, std::size_t>);
 // A batch of plain numbers is not worth splitting, and a plain batcher cannot be split.
 static_assert(stoke::Batcher<stoke::cpu::StackBatcher<float>, Backend, std::int32_t>);
@@ -207,7 +206,7 @@ TEST(WorkerPoolChunks, TheWaitingConsumerMakesChunksOfTheStepItNeeds) {
     int make(std::size_t step, std::size_t) const override { return 100 + static_cast<int>(step); }
     [[nodiscard]] bool makes_chunks() const noexcept override { return true; }
     std::shared_ptr<stoke::detail::StepChunks<int>> open(std::size_t step,
-                                                        std::size_t) const override {
+                                                         std::size_t) const override {
       const std::lock_guard lock(*opened_mutex);
       opened->push_back(step);
       return std::make_shared<WaitForConsumer>();

@@ -39,8 +39,8 @@ using Bytes = std::vector<std::uint8_t>;
 static_assert(stoke::Dataset<stoke::IdxClassificationDataset>);
 static_assert(std::is_same_v<stoke::dataset_item_t<stoke::IdxClassificationDataset>,
                              stoke::cpu::LabeledImage>);
-static_assert(stoke::Batcher<stoke::cpu::ImageBatcher, stoke::cpu::Backend,
-                             stoke::cpu::LabeledImage>);
+static_assert(
+    stoke::Batcher<stoke::cpu::ImageBatcher, stoke::cpu::Backend, stoke::cpu::LabeledImage>);
 
 /// An IDX file: magic (0, 0, type, rank), big-endian dims, then `data`.
 Bytes idx_bytes(std::initializer_list<std::uint32_t> dims, const Bytes& data,
@@ -362,9 +362,8 @@ TEST(ImageBatcher, DefaultScalesBytesToTheUnitInterval) {
 TEST(ImageBatcher, RefusesImagesOfDifferentSizesNamingTheItem) {
   const Bytes a{1, 2, 3};
   const Bytes b{1, 2};
-  const auto message = message_of<stoke::InputError>([&] {
-    (void)stoke::cpu::ImageBatcher{}.batch({{a, 0}, {a, 1}, {b, 2}}, {});
-  });
+  const auto message = message_of<stoke::InputError>(
+      [&] { (void)stoke::cpu::ImageBatcher{}.batch({{a, 0}, {a, 1}, {b, 2}}, {}); });
   EXPECT_THAT(message, AllOf(HasSubstr("item 2"), HasSubstr("2 pixels"), HasSubstr("3")));
 }
 
@@ -374,8 +373,7 @@ TEST(ImageBatcher, BatchesTheImagesOfAnIdxDataset) {
   write_plain(dir / "images", set.images);
   write_plain(dir / "labels", set.labels);
   const stoke::IdxClassificationDataset dataset(dir / "images", dir / "labels");
-  const auto batch =
-      stoke::cpu::ImageBatcher{}.batch({dataset.get(2), dataset.get(0)}, {});
+  const auto batch = stoke::cpu::ImageBatcher{}.batch({dataset.get(2), dataset.get(0)}, {});
   EXPECT_EQ(batch.inputs.shape(), (std::vector<std::size_t>{2, 6}));
   EXPECT_FLOAT_EQ(batch.inputs.row(0)[0], 22.0F / 255.0F);
   EXPECT_EQ(batch.labels, (std::vector<std::int32_t>{255, 7}));

@@ -69,8 +69,7 @@ inline auto toy_train_loader(const ToyImages& data, std::size_t batch, std::uint
 
 /// A validation loader padding the remainder.
 inline auto toy_valid_loader(const ToyImages& data) {
-  return DataLoaderBuilder<cpu::Backend, cpu::ImageBatcher>({}).batch_size(16).pad().build(
-      data);
+  return DataLoaderBuilder<cpu::Backend, cpu::ImageBatcher>({}).batch_size(16).pad().build(data);
 }
 
 using ToyLearner = Learner<cpu::Backend, Mlp, Sgd, ConstantLr>;

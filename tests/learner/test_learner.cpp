@@ -35,8 +35,7 @@ auto loader_for(const ToyImages& data, std::size_t batch, std::uint64_t seed,
 }
 
 auto valid_loader_for(const ToyImages& data) {
-  return stoke::DataLoaderBuilder<Backend, ImageBatcher>({}).batch_size(32).pad().build(
-      data);
+  return stoke::DataLoaderBuilder<Backend, ImageBatcher>({}).batch_size(32).pad().build(data);
 }
 
 using ToyLearner = stoke::Learner<Backend, stoke::Mlp, stoke::Sgd, stoke::ConstantLr>;

@@ -70,8 +70,7 @@ using VulkanLearnerEquivalence = stoke::testing::VulkanTest;
 /// The reference run: one CPU device with the global batch (16), two epochs.
 stoke::FitResult cpu_reference(const stoke::Mlp& model, const ToyImages& train,
                                const ToyImages& valid) {
-  using CpuBuilder =
-      stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>;
+  using CpuBuilder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>;
   CpuLearner on_cpu(model, stoke::Sgd(0.1f, 0.9f), stoke::ConstantLr{0.1f},
                     stoke::cpu::Backend::devices(1), {.epochs = 2, .log = nullptr});
   return on_cpu.fit(CpuBuilder({}).batch_size(16).shuffle(5).drop_last().build(train),

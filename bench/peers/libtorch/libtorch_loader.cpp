@@ -45,7 +45,7 @@ struct Images : data::datasets::Dataset<Images, data::TensorExample> {
   size_t count = 0;
   explicit Images(const char* path) {
     const int fd = ::open(path, O_RDONLY);
-    struct stat info {};
+    struct stat info{};
     if (fd < 0 || ::fstat(fd, &info) != 0) {
       std::perror(path);
       std::exit(1);

@@ -9,9 +9,7 @@ struct MyBackend {
   using Device = stoke::cpu::Device;
   static std::vector<Device> devices() { return {Device{0}}; }
 #ifdef STOKE_NEAR_MISS_FIXED
-  static const char* name() {
-    return "mine";
-  }
+  static const char* name() { return "mine"; }
 #endif
 };
 

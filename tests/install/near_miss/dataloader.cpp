@@ -13,13 +13,9 @@ struct MyLoader {
   std::size_t num_items() const { return 2; }
   void set_device(const device_type&) {}
 #ifdef STOKE_NEAR_MISS_FIXED
-  MyLoader slice(std::size_t, std::size_t) const {
-    return *this;
-  }
+  MyLoader slice(std::size_t, std::size_t) const { return *this; }
 #endif
-  MyLoader part(std::size_t, std::size_t) const {
-    return *this;
-  }
+  MyLoader part(std::size_t, std::size_t) const { return *this; }
 };
 
 int main() {

@@ -6,9 +6,7 @@
 struct Numbers {
   std::size_t size() const { return 8; }
 #ifdef STOKE_NEAR_MISS_FIXED
-  int get(std::size_t index) const {
-    return static_cast<int>(index);
-  }
+  int get(std::size_t index) const { return static_cast<int>(index); }
 #endif
 };
 

@@ -24,9 +24,7 @@ struct Model {
   std::span<const float> parameters() const { return weights; }
   stoke::StepOutput valid_step(const Batch&) const { return {}; }
 #ifdef STOKE_NEAR_MISS_FIXED
-  stoke::StepOutput train_step(const Batch&, std::span<float>) {
-    return {};
-  }
+  stoke::StepOutput train_step(const Batch&, std::span<float>) { return {}; }
 #endif
 };
 

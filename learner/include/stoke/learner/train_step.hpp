@@ -35,10 +35,10 @@ struct StepOutput {
 /// 3. copies are independent replicas (the learner makes one per device).
 template <class M, class BatchT>
 concept TrainStep = std::copy_constructible<M> &&
-    requires(M& model, const BatchT& batch, std::span<float> gradients) {
-  { model.parameters() } -> std::convertible_to<std::span<float>>;
-  { model.train_step(batch, gradients) } -> std::same_as<StepOutput>;
-};
+                    requires(M& model, const BatchT& batch, std::span<float> gradients) {
+                      { model.parameters() } -> std::convertible_to<std::span<float>>;
+                      { model.train_step(batch, gradients) } -> std::same_as<StepOutput>;
+                    };
 
 /// A validation step: a model replica that can evaluate a batch.
 ///

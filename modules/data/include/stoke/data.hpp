@@ -9,10 +9,10 @@
 #include <stoke/data/builder.hpp>
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/dataset.hpp>
+#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
-#include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/prefetch.hpp>
 #include <stoke/data/sample_context.hpp>
 #include <stoke/data/sharded_order.hpp>

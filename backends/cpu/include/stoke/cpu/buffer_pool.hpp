@@ -42,14 +42,14 @@ inline void advise_huge_pages([[maybe_unused]] std::byte* data,
 /// `bytes` (> 0) uninitialised bytes, aligned to `host_buffer_alignment`.
 inline std::byte* allocate_host(std::size_t bytes) {
   auto* data =
-      static_cast<std::byte*>(::operator new (bytes, std::align_val_t{host_buffer_alignment}));
+      static_cast<std::byte*>(::operator new(bytes, std::align_val_t{host_buffer_alignment}));
   advise_huge_pages(data, bytes);
   return data;
 }
 
 /// Frees what `allocate_host(bytes)` returned.
 inline void free_host(std::byte* data, std::size_t bytes) noexcept {
-  ::operator delete (data, bytes, std::align_val_t{host_buffer_alignment});
+  ::operator delete(data, bytes, std::align_val_t{host_buffer_alignment});
 }
 
 /// A buffer kept by a pool while nobody uses it.

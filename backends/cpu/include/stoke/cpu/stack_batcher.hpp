@@ -32,7 +32,7 @@ constexpr Out to_number(V value) noexcept {
 /// Contiguous ranges of numbers (or bytes): what `StackBatcher` stacks into rows.
 template <class Item>
 concept NumberRange = std::ranges::contiguous_range<const Item&> &&
-    Number<std::remove_cv_t<std::ranges::range_value_t<const Item&>>>;
+                      Number<std::remove_cv_t<std::ranges::range_value_t<const Item&>>>;
 
 }  // namespace detail
 
@@ -103,9 +103,8 @@ struct StackBatcher {
 
   /// The stacked batch, on `device`.
   template <class Item>
-  requires detail::Number<Item> || detail::NumberRange<Item> Tensor<Out> batch(
-      std::vector<Item> items, const Device& device)
-  const {
+    requires detail::Number<Item> || detail::NumberRange<Item>
+  Tensor<Out> batch(std::vector<Item> items, const Device& device) const {
     if constexpr (detail::Number<Item>) {
       const Out mul = scale;  // locals, not members: see PendingStack::fill
       const Out add = offset;

@@ -41,7 +41,8 @@ concept Optimizer = std::copy_constructible<O> &&
 ///    step count) followed by `O::state_arrays` arrays of one float per parameter stepped
 ///    (none before the first step);
 /// 3. stepping slices of the parameters with optimizers loaded from the matching slices of a
-///    state gives, slice by slice, what stepping the whole does (up to the rounding of vectorised math: Eigen's packet
+///    state gives, slice by slice, what stepping the whole does (up to the rounding of vectorised
+///    math: Eigen's packet
 /// square root, which `Adam` uses, may differ from the scalar one in the last bit, and which
 /// elements take the packet path depends on where a slice starts).
 template <class O>

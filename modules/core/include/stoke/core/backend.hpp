@@ -24,8 +24,7 @@ concept Backend = requires {
   requires Device<typename B::Device>;
   { B::name() } -> std::convertible_to<std::string_view>;
   { B::devices() } -> std::ranges::range;
-}
-&&std::same_as<std::ranges::range_value_t<decltype(B::devices())>, typename B::Device>;
+} && std::same_as<std::ranges::range_value_t<decltype(B::devices())>, typename B::Device>;
 
 /// The device type of a backend.
 template <Backend B>

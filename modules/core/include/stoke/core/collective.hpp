@@ -76,9 +76,11 @@ void all_gather(C& collective, std::size_t participant, std::span<float> values)
 ///    devices, participant `k` being `devices[k]`.
 template <class B>
 concept CollectiveBackend = Backend<B> && Collective<typename B::Collective> &&
-    requires(const std::vector<device_t<B>>& devices) {
-  { B::make_collective(devices) } -> std::same_as<std::unique_ptr<typename B::Collective>>;
-};
+                            requires(const std::vector<device_t<B>>& devices) {
+                              {
+                                B::make_collective(devices)
+                              } -> std::same_as<std::unique_ptr<typename B::Collective>>;
+                            };
 
 /// Any `Collective` behind one interface. The learner holds one, so a collective spanning
 /// several processes (see `stoke::dist`) can stand in for the backend's own.

@@ -60,20 +60,20 @@ struct Staged {
 /// 6. `upload` and `download` may be called from several threads at once; fences may be
 ///    waited on from any thread; buffers and fences may outlive the stager that made them.
 template <class B>
-concept StagingBackend = Backend<B> && Fence<typename B::Fence> &&
-    std::movable<typename B::Buffer> &&
+concept StagingBackend =
+    Backend<B> && Fence<typename B::Fence> && std::movable<typename B::Buffer> &&
     requires(const device_t<B>& device, std::size_t slots, typename B::Stager& stager,
              const typename B::Stager& const_stager, const typename B::Buffer& buffer,
              std::span<const std::byte> bytes) {
-  { B::make_stager(device, slots) } -> std::same_as<std::unique_ptr<typename B::Stager>>;
-  { const_stager.device() } -> std::convertible_to<device_t<B>>;
-  { const_stager.capacity() } -> std::convertible_to<std::size_t>;
-  { const_stager.staging_buffers() } -> std::convertible_to<std::size_t>;
-  { stager.upload(bytes) } -> std::same_as<Staged<typename B::Buffer, typename B::Fence>>;
-  { stager.download(buffer) } -> std::same_as<std::vector<std::byte>>;
-  { buffer.size() } -> std::convertible_to<std::size_t>;
-  { buffer.device() } -> std::convertible_to<device_t<B>>;
-};
+      { B::make_stager(device, slots) } -> std::same_as<std::unique_ptr<typename B::Stager>>;
+      { const_stager.device() } -> std::convertible_to<device_t<B>>;
+      { const_stager.capacity() } -> std::convertible_to<std::size_t>;
+      { const_stager.staging_buffers() } -> std::convertible_to<std::size_t>;
+      { stager.upload(bytes) } -> std::same_as<Staged<typename B::Buffer, typename B::Fence>>;
+      { stager.download(buffer) } -> std::same_as<std::vector<std::byte>>;
+      { buffer.size() } -> std::convertible_to<std::size_t>;
+      { buffer.device() } -> std::convertible_to<device_t<B>>;
+    };
 
 /// The stager type of a staging backend.
 template <StagingBackend B>

@@ -23,14 +23,14 @@ namespace stoke {
 ///    no batch takes a detour through another device).
 template <class T, class B, class I>
 concept Batcher = Backend<B> && std::copy_constructible<T> &&
-    requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
-  batcher.batch(std::move(items), device);
-  requires !std::is_void_v<decltype(batcher.batch(std::move(items), device))>;
-};
+                  requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
+                    batcher.batch(std::move(items), device);
+                    requires !std::is_void_v<decltype(batcher.batch(std::move(items), device))>;
+                  };
 
 /// The batch type a batcher makes from items of type `I`.
 template <class T, class B, class I>
-requires Batcher<T, B, I>
+  requires Batcher<T, B, I>
 using batch_output_t = std::remove_cvref_t<decltype(std::declval<const T&>().batch(
     std::declval<std::vector<I>>(), std::declval<const device_t<B>&>()))>;
 
@@ -62,11 +62,9 @@ concept PendingBatch = std::move_constructible<P> && requires(P& pending, std::s
 /// 3. once every row was filled once, `std::move(p).finish()` returns the batch, equal to
 ///    what `t.batch(items, device)` returns.
 template <class T, class B, class I>
-concept ChunkedBatcher = Batcher<T, B, I> &&
-    requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
-  {
-    batcher.begin_batch(std::move(items), device)
-    } -> PendingBatch<batch_output_t<T, B, I>>;
+concept ChunkedBatcher = Batcher<T, B, I> && requires(const T& batcher, std::vector<I> items,
+                                                      const device_t<B>& device) {
+  { batcher.begin_batch(std::move(items), device) } -> PendingBatch<batch_output_t<T, B, I>>;
 };
 
 }  // namespace stoke

@@ -79,14 +79,14 @@ class DataLoaderBuilder {
 
   /// A multithread loader over `dataset`.
   template <Dataset S>
-  requires Batcher<T, B, dataset_item_t<S>>
+    requires Batcher<T, B, dataset_item_t<S>>
   [[nodiscard]] MultiThreadLoader<S, T, B> build(S dataset) const {
     return MultiThreadLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }
 
   /// A loader over `dataset` that makes batches in the caller's thread.
   template <Dataset S>
-  requires Batcher<T, B, dataset_item_t<S>>
+    requires Batcher<T, B, dataset_item_t<S>>
   [[nodiscard]] BatchLoader<S, T, B> build_batch_loader(S dataset) const {
     return BatchLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }

@@ -24,15 +24,15 @@ namespace stoke {
 ///    are disjoint and are re-drawn every epoch.
 template <class L>
 concept DataLoader = std::copy_constructible<L> &&
-    requires(L& loader, const L& const_loader, const typename L::device_type& device,
-             std::size_t position) {
-  typename L::batch_type;
-  requires Device<typename L::device_type>;
-  { loader.iter() } -> std::ranges::input_range;
-  { const_loader.num_items() } -> std::convertible_to<std::size_t>;
-  loader.set_device(device);
-  { const_loader.slice(position, position) } -> std::same_as<L>;
-};
+                     requires(L& loader, const L& const_loader,
+                              const typename L::device_type& device, std::size_t position) {
+                       typename L::batch_type;
+                       requires Device<typename L::device_type>;
+                       { loader.iter() } -> std::ranges::input_range;
+                       { const_loader.num_items() } -> std::convertible_to<std::size_t>;
+                       loader.set_device(device);
+                       { const_loader.slice(position, position) } -> std::same_as<L>;
+                     };
 
 /// A split source: a loader that can be split into interleaved parts of equal batch counts
 /// (what `split` takes).

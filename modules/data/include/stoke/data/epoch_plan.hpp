@@ -64,8 +64,8 @@ class EpochPlan {
   /// Narrows to positions `[begin, end)` of the current sequence (clamped to its length).
   void add_slice(std::size_t begin, std::size_t end) {
     if (end < begin) {
-      throw UsageError("stoke: slice(" + std::to_string(begin) + ", " +
-                                  std::to_string(end) + ") has end before begin");
+      throw UsageError("stoke: slice(" + std::to_string(begin) + ", " + std::to_string(end) +
+                       ") has end before begin");
     }
     narrowings_.emplace_back(PositionSlice{begin, end});
   }
@@ -74,8 +74,8 @@ class EpochPlan {
   /// so a rank-then-device split pads or drops once, not at each level.
   void add_part(std::size_t count, std::size_t index) {
     if (count == 0 || index >= count) {
-      throw UsageError("stoke: part " + std::to_string(index) + " of " +
-                                  std::to_string(count) + " does not exist");
+      throw UsageError("stoke: part " + std::to_string(index) + " of " + std::to_string(count) +
+                       " does not exist");
     }
     if (remainder_ == Remainder::partial) {
       throw UsageError(

@@ -26,8 +26,8 @@
 #include <stoke/data/batch_loader.hpp>
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/dataloader.hpp>
-#include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/epoch_plan.hpp>
+#include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke {

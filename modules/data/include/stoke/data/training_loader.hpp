@@ -24,13 +24,12 @@ namespace stoke {
 /// 5. `l.restore(state)` makes the next `iter()` load the rest of `state.epoch`, also on
 ///    another number of parts than `state` was taken with.
 template <class L>
-concept TrainingLoader =
-    SplitSource<L> &&
-    requires(L& loader, const L& const_loader, std::size_t epoch, const LoaderState& state) {
-      { const_loader.layout(epoch) } -> std::same_as<EpochLayout>;
-      loader.set_epoch(epoch);
-      { const_loader.state() } -> std::same_as<LoaderState>;
-      loader.restore(state);
-    };
+concept TrainingLoader = SplitSource<L> && requires(L& loader, const L& const_loader,
+                                                    std::size_t epoch, const LoaderState& state) {
+  { const_loader.layout(epoch) } -> std::same_as<EpochLayout>;
+  loader.set_epoch(epoch);
+  { const_loader.state() } -> std::same_as<LoaderState>;
+  loader.restore(state);
+};
 
 }  // namespace stoke

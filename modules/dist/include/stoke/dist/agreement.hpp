@@ -57,11 +57,11 @@ struct LoaderAgreement {
 /// The fields of `loader` that all ranks must share (any stoke loader, or one of its parts:
 /// the fields do not depend on the part).
 template <class L>
-requires requires(const L& loader) {
-  loader.options();
-  loader.plan();
-  loader.epoch();
-}
+  requires requires(const L& loader) {
+    loader.options();
+    loader.plan();
+    loader.epoch();
+  }
 [[nodiscard]] LoaderAgreement agreement_of(const L& loader) {
   const auto& options = loader.options();
   const auto& plan = loader.plan();
@@ -115,9 +115,7 @@ void check_agreement(G& group, const LoaderAgreement& agreement) {
 
 /// `check_agreement(group, agreement_of(loader))`: call it on every rank before training.
 template <ProcessGroup G, class L>
-requires requires(const L& loader) {
-  agreement_of(loader);
-}
+  requires requires(const L& loader) { agreement_of(loader); }
 void check_agreement(G& group, const L& loader) {
   check_agreement(group, agreement_of(loader));
 }

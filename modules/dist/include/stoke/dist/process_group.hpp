@@ -34,25 +34,25 @@ namespace stoke {
 /// `stoke::mpi`). Both also tell `local_rank()` and `local_size()`: the rank among the
 /// ranks of the same machine, which picks the machine's devices for this rank.
 template <class G>
-concept ProcessGroup = requires(G& group, const G& const_group, std::span<float> floats,
-                                std::span<double> doubles, std::span<std::uint64_t> counts,
-                                std::span<std::byte> bytes, std::size_t root,
-                                const std::string& reason) {
-  { const_group.rank() } -> std::convertible_to<std::size_t>;
-  { const_group.size() } -> std::convertible_to<std::size_t>;
-  group.all_reduce_sum(floats);
-  group.all_reduce_sum(doubles);
-  group.all_reduce_sum(counts);
-  group.broadcast(bytes, root);
-  group.barrier();
-  group.abort(reason);
-};
+concept ProcessGroup =
+    requires(G& group, const G& const_group, std::span<float> floats, std::span<double> doubles,
+             std::span<std::uint64_t> counts, std::span<std::byte> bytes, std::size_t root,
+             const std::string& reason) {
+      { const_group.rank() } -> std::convertible_to<std::size_t>;
+      { const_group.size() } -> std::convertible_to<std::size_t>;
+      group.all_reduce_sum(floats);
+      group.all_reduce_sum(doubles);
+      group.all_reduce_sum(counts);
+      group.broadcast(bytes, root);
+      group.barrier();
+      group.abort(reason);
+    };
 
 namespace dist {
 
 /// Broadcasts a trivially copyable `value` from rank `root` to every rank of `group`.
 template <ProcessGroup G, class T>
-requires std::is_trivially_copyable_v<T>
+  requires std::is_trivially_copyable_v<T>
 void broadcast_value(G& group, T& value, std::size_t root = 0) {
   group.broadcast(std::as_writable_bytes(std::span(&value, 1)), root);
 }

@@ -26,7 +26,7 @@ namespace stoke::dist {
 ///   it in a collective call: `group.abort(what)` ends the job on every rank (an MPI group
 ///   prints the reason with the rank and calls `MPI_Abort`).
 template <ProcessGroup G, class F>
-requires std::invocable<F&>
+  requires std::invocable<F&>
 int run_rank(G& group, F&& fn) {
   try {
     if constexpr (std::is_void_v<std::invoke_result_t<F&>>) {

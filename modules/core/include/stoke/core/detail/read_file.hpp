@@ -35,7 +35,7 @@ std::vector<Byte> read_whole_file(const std::filesystem::path& path, std::string
     int fd;
     ~FdCloser() { ::close(fd); }
   } closer{fd};
-  struct stat info {};
+  struct stat info{};
   std::vector<Byte> bytes;
   if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
     bytes.resize(static_cast<std::size_t>(info.st_size));

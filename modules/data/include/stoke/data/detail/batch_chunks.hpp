@@ -30,7 +30,7 @@ class BatchChunks final : public StepChunks<Batch<Output>> {
   /// indices, the last `padding` of them padding; `seed` is the loader's, for the sample
   /// context the batcher sees.
   BatchChunks(Pending pending, std::size_t chunks, DataErrorContext where, std::uint64_t seed,
-             std::vector<std::size_t> indices, std::size_t padding)
+              std::vector<std::size_t> indices, std::size_t padding)
       : pending_(std::move(pending)),
         chunks_(std::clamp<std::size_t>(chunks, 1, std::max<std::size_t>(1, pending_.rows()))),
         where_(std::move(where)),

@@ -73,7 +73,8 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
 
   /// Reads batch `step` and lets the `ChunkedBatcher` allocate it, on thread `thread`; its row
   /// ranges are then filled on any threads.
-  std::shared_ptr<StepChunks<batch_type>> open(std::size_t step, std::size_t thread) const override {
+  std::shared_ptr<StepChunks<batch_type>> open(std::size_t step,
+                                               std::size_t thread) const override {
     if constexpr (ChunkedBatcher<T, B, item_type>) {
       StepItems read = read_step(step, thread);
       const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};

@@ -19,8 +19,8 @@
 #include <stoke/data/detail/loader_position.hpp>
 #include <stoke/data/detail/loader_source.hpp>
 #include <stoke/data/detail/thread_names.hpp>
-#include <stoke/data/options.hpp>
 #include <stoke/data/epoch_plan.hpp>
+#include <stoke/data/options.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke::detail {

@@ -55,8 +55,7 @@ class LoaderSource {
           std::vector<std::size_t>(std::ranges::begin(begins), std::ranges::end(begins)),
           static_cast<std::size_t>(dataset.size()));
     } else {
-      throw UsageError(
-          "stoke: shard-aware shuffling needs a dataset with shard_begins()");
+      throw UsageError("stoke: shard-aware shuffling needs a dataset with shard_begins()");
     }
   }
 

@@ -25,7 +25,7 @@ struct map_result {
   using type = std::invoke_result_t<const F&, get_result_t<S>>;
 };
 template <class F, class S>
-requires IndexedMapFunction<F, S>
+  requires IndexedMapFunction<F, S>
 struct map_result<F, S> {
   using type = std::invoke_result_t<const F&, get_result_t<S>, std::size_t>;
 };
@@ -49,14 +49,14 @@ concept ReturnsAValue = !std::is_void_v<typename map_result<F, S>::type>;
 /// 3. it returns a value, not `void`.
 template <class F, class S>
 concept MapFunction = Dataset<S> && std::copy_constructible<F> && detail::CallableOnSamples<F, S> &&
-    detail::ReturnsAValue<F, S>;
+                      detail::ReturnsAValue<F, S>;
 
 /// The samples of `S`, each passed through `F` when read: `get(i)` is `f(inner.get(i), i)`,
 /// or `f(inner.get(i))`. `i` is the index in this dataset (and in `S`), so augmentations
 /// can key their randomness by it. `f` is called from several threads at once; it must not
 /// return a reference into a sample that `S::get` returns by value.
 template <Dataset S, class F>
-requires MapFunction<F, S>
+  requires MapFunction<F, S>
 class MapDataset {
  public:
   /// `fn` applied to the samples of `inner`.
@@ -85,9 +85,9 @@ class MapDataset {
 /// `dataset | map(f)`: a `MapDataset` applying `f` to every sample of `dataset`.
 template <class F>
 constexpr auto map(F fn) {
-  return DatasetAdaptor([fn = std::move(fn)]<Dataset S>(S dataset) requires MapFunction<F, S> {
-    return MapDataset<S, F>(std::move(dataset), fn);
-  });
+  return DatasetAdaptor([fn = std::move(fn)]<Dataset S>(S dataset)
+                          requires MapFunction<F, S>
+                        { return MapDataset<S, F>(std::move(dataset), fn); });
 }
 
 }  // namespace stoke

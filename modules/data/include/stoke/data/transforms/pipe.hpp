@@ -22,8 +22,10 @@ class DatasetAdaptor {
 
   /// The view of this transform over `dataset`.
   template <Dataset S>
-  requires std::invocable<const Fn&, S>
-  constexpr auto operator()(S dataset) const { return std::invoke(fn_, std::move(dataset)); }
+    requires std::invocable<const Fn&, S>
+  constexpr auto operator()(S dataset) const {
+    return std::invoke(fn_, std::move(dataset));
+  }
 
  private:
   Fn fn_;
@@ -31,7 +33,7 @@ class DatasetAdaptor {
 
 /// `dataset | adaptor`: the adaptor's view over (a copy of) `dataset`.
 template <class S, class Fn>
-requires Dataset<std::remove_cvref_t<S>> && std::invocable<const Fn&, std::remove_cvref_t<S>>
+  requires Dataset<std::remove_cvref_t<S>> && std::invocable<const Fn&, std::remove_cvref_t<S>>
 constexpr auto operator|(S&& dataset, const DatasetAdaptor<Fn>& adaptor) {
   return adaptor(std::remove_cvref_t<S>(std::forward<S>(dataset)));
 }
