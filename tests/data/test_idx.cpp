@@ -1,4 +1,5 @@
 // Tests of the IDX reader (MNIST / Fashion-MNIST files) and IdxClassificationDataset.
+#include <sys/resource.h>
 #include <unistd.h>
 #include <zlib.h>
 
@@ -325,6 +326,110 @@ TEST(IdxErrors, TruncatedGzipStreamIsRefused) {
   EXPECT_THAT(message, AllOf(HasSubstr((dir / "cut.gz").string()), HasSubstr("corrupt gzip"),
                              HasSubstr("compressed byte offset " + std::to_string(bytes.size())),
                              HasSubstr("truncated")));
+}
+
+/// Caps this process's address space at what it maps now plus `extra` bytes, for its
+/// lifetime: a reader that allocates more fails with `std::bad_alloc` instead of an error of
+/// its own. (Each test runs in a process of its own under ctest.)
+class AddressSpaceLimit {
+ public:
+  explicit AddressSpaceLimit(std::size_t extra) {
+    ::getrlimit(RLIMIT_AS, &saved_);
+    std::ifstream statm("/proc/self/statm");
+    std::size_t pages = 0;
+    statm >> pages;
+    const auto mapped = static_cast<rlim_t>(pages) * static_cast<rlim_t>(::sysconf(_SC_PAGESIZE));
+    const rlimit limit{mapped + extra, saved_.rlim_max};
+    ::setrlimit(RLIMIT_AS, &limit);
+  }
+  AddressSpaceLimit(const AddressSpaceLimit&) = delete;
+  AddressSpaceLimit& operator=(const AddressSpaceLimit&) = delete;
+  ~AddressSpaceLimit() { ::setrlimit(RLIMIT_AS, &saved_); }
+
+ private:
+  rlimit saved_{};
+};
+
+/// A gzip file of `head` followed by `zeros` zero bytes, written in pieces.
+void write_gzip_with_zeros(const std::filesystem::path& path, const Bytes& head,
+                           std::size_t zeros) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  ASSERT_NE(file, nullptr) << path;
+  ASSERT_EQ(gzwrite(file, head.data(), static_cast<unsigned>(head.size())),
+            static_cast<int>(head.size()));
+  const Bytes piece(std::size_t{1} << 20U, 0);
+  for (std::size_t left = zeros; left > 0;) {
+    const std::size_t n = std::min(left, piece.size());
+    ASSERT_EQ(gzwrite(file, piece.data(), static_cast<unsigned>(n)), static_cast<int>(n));
+    left -= n;
+  }
+  ASSERT_EQ(gzclose(file), Z_OK);
+}
+
+TEST(IdxErrors, AGzipFileIsInflatedOnlyAsFarAsItsHeaderDeclares) {
+  TempDir dir;
+  // A 9-byte IDX file (1 data byte) followed by 256 MiB of zeros: about 250 KiB compressed.
+  write_gzip_with_zeros(dir / "bomb.gz", idx_bytes({1}, {7}), std::size_t{256} << 20U);
+  std::string message;
+  {
+    const AddressSpaceLimit limit(std::size_t{64} << 20U);
+    message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "bomb.gz"); });
+  }
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "bomb.gz").string()), HasSubstr("unexpected bytes"),
+                             HasSubstr("ending at offset 9 of the decompressed data"),
+                             HasSubstr("decompression stopped there")));
+}
+
+TEST(IdxErrors, AForgedSizeInTheGzipTrailerReservesNothingAndIsRefused) {
+  TempDir dir;
+  write_gzip(dir / "good.gz", idx_bytes({1000}, iota_bytes(1000)));
+  Bytes bytes = read_plain(dir / "good.gz");
+  std::fill(bytes.end() - 4, bytes.end(), std::uint8_t{0xFF});  // "4 GiB - 1 decompressed"
+  write_plain(dir / "forged.gz", bytes);
+  std::string message;
+  {
+    const AddressSpaceLimit limit(std::size_t{64} << 20U);
+    message = message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "forged.gz"); });
+  }
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "forged.gz").string()), HasSubstr("corrupt gzip"),
+                             HasSubstr("incorrect length check")));
+}
+
+TEST(IdxErrors, BytesAfterTheLastGzipMemberAreRefused) {
+  TempDir dir;
+  write_gzip(dir / "good.gz", idx_bytes({4}, {1, 2, 3, 4}));
+  Bytes bytes = read_plain(dir / "good.gz");
+  const std::size_t end = bytes.size();
+  for (const char c : std::string("junk!")) bytes.push_back(static_cast<std::uint8_t>(c));
+  write_plain(dir / "junk.gz", bytes);
+  const auto message =
+      message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "junk.gz"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "junk.gz").string()),
+                             HasSubstr("compressed byte offset " + std::to_string(end)),
+                             HasSubstr("5 bytes follow the last gzip member")));
+}
+
+TEST(IdxRead, AZeroDimensionMakesAnEmptyArrayWhateverTheOthersAre) {
+  TempDir dir;
+  write_plain(dir / "empty.idx", idx_bytes({0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0}, {}));
+  const stoke::IdxArray array = stoke::read_idx(dir / "empty.idx");
+  EXPECT_EQ(array.dims(), (std::vector<std::size_t>{0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu, 0}));
+  EXPECT_TRUE(array.data().empty());
+}
+
+TEST(IdxErrors, DimensionsBeyondTheAddressSpaceAreRefused) {
+  TempDir dir;
+  write_plain(dir / "huge.idx", idx_bytes({0xFFFFFFFFu, 0xFFFFFFFFu, 0xFFFFFFFFu}, {}));
+  const auto message =
+      message_of<stoke::InputError>([&] { (void)stoke::read_idx(dir / "huge.idx"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "huge.idx").string()),
+                             HasSubstr("dimensions 4294967295x4294967295x4294967295 at offset 4"),
+                             HasSubstr("more bytes than the address space holds")));
+}
+
+TEST(IdxErrors, AnEndlessStreamIsRefusedNamingIt) {
+  const auto message = message_of<stoke::InputError>([] { (void)stoke::read_idx("/dev/zero"); });
+  EXPECT_THAT(message, AllOf(HasSubstr("'/dev/zero'"), HasSubstr("not a regular file")));
 }
 
 TEST(IdxErrors, CountMismatchNamesBothFilesAndBothCounts) {

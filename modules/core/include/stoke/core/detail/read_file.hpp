@@ -21,7 +21,7 @@ namespace stoke::detail {
 
 /// The whole file at `path` as bytes of type `Byte` (`std::byte` or `std::uint8_t`). Throws
 /// `InputError` saying "cannot read <kind> file '<path>' at offset N: <reason>" when it
-/// cannot be opened or read.
+/// cannot be opened or read, and naming the file when it is not a regular file.
 template <class Byte>
 std::vector<Byte> read_whole_file(const std::filesystem::path& path, std::string_view kind) {
   const auto fail = [&](std::size_t offset, int error) {
@@ -36,10 +36,13 @@ std::vector<Byte> read_whole_file(const std::filesystem::path& path, std::string
     ~FdCloser() { ::close(fd); }
   } closer{fd};
   struct stat info{};
-  std::vector<Byte> bytes;
-  if (::fstat(fd, &info) == 0 && S_ISREG(info.st_mode) && info.st_size > 0) {
-    bytes.resize(static_cast<std::size_t>(info.st_size));
+  if (::fstat(fd, &info) != 0) fail(0, errno);
+  // A device, pipe or socket may never end (/dev/zero): only regular files are read whole.
+  if (!S_ISREG(info.st_mode)) {
+    throw InputError("stoke: cannot read " + std::string(kind) + " file '" + path.string() +
+                     "': not a regular file (a device, pipe or socket may never end)");
   }
+  std::vector<Byte> bytes(static_cast<std::size_t>(std::max<::off_t>(info.st_size, 0)));
   std::size_t filled = 0;
   while (true) {
     if (filled == bytes.size()) bytes.resize(std::max<std::size_t>(4096, bytes.size() * 2));

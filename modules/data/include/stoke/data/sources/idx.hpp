@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -80,90 +81,31 @@ inline bool is_gzip(std::span<const std::uint8_t> bytes) noexcept {
   return bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b;
 }
 
-/// The decompressed content of the gzip stream `compressed` (concatenated members are joined;
-/// anything after the last member that is not another member is ignored, as `gunzip` does).
-/// Throws `InputError` naming the path and the compressed offset where the stream is corrupt
-/// or ends early.
-inline std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> compressed,
-                                            const std::filesystem::path& path) {
-  const auto corrupt = [&](std::size_t offset, const std::string& why) {
-    throw InputError("stoke: corrupt gzip stream in " + idx_quoted(path) +
-                     " at compressed byte offset " + std::to_string(offset) + ": " + why);
-  };
-  std::vector<std::uint8_t> out;
-  // The gzip trailer holds the size of the last member modulo 2^32: a hint, never trusted.
-  if (compressed.size() >= 18) {
-    const auto* tail = compressed.data() + compressed.size() - 4;
-    const std::size_t hint = std::size_t{tail[0]} | std::size_t{tail[1]} << 8U |
-                             std::size_t{tail[2]} << 16U | std::size_t{tail[3]} << 24U;
-    out.reserve(std::min<std::size_t>(hint, std::size_t{1} << 30U));
-  }
-  z_stream stream{};
-  if (inflateInit2(&stream, 16 + MAX_WBITS) != Z_OK) {
-    throw InputError("stoke: cannot decompress " + idx_quoted(path) + ": " +
-                     (stream.msg != nullptr ? stream.msg : "zlib initialisation failed"));
-  }
-  struct InflateEnd {
-    z_stream* stream;
-    ~InflateEnd() { inflateEnd(stream); }
-  } end{&stream};
-
-  std::size_t member_start = 0;  // compressed offset of the current member
-  std::size_t consumed = 0;      // compressed bytes consumed in total
-  constexpr std::size_t chunk = std::size_t{1} << 20U;
-  while (true) {
-    const std::size_t in_left = compressed.size() - consumed;
-    stream.next_in = const_cast<Bytef*>(compressed.data() + consumed);
-    stream.avail_in = static_cast<uInt>(std::min<std::size_t>(in_left, chunk));
-    if (out.size() == out.capacity()) out.reserve(std::max<std::size_t>(chunk, out.size() * 2));
-    const std::size_t filled = out.size();
-    const std::size_t room = std::min(out.capacity() - filled, chunk);
-    out.resize(filled + room);
-    stream.next_out = out.data() + filled;
-    stream.avail_out = static_cast<uInt>(room);
-    const uInt in_before = stream.avail_in;
-    const int result = inflate(&stream, Z_NO_FLUSH);
-    out.resize(filled + room - stream.avail_out);
-    consumed += in_before - stream.avail_in;
-    if (result == Z_STREAM_END) {
-      member_start = consumed;
-      if (!is_gzip(compressed.subspan(consumed))) break;
-      inflateReset(&stream);
-      continue;
-    }
-    if (result == Z_BUF_ERROR && consumed == compressed.size()) {
-      corrupt(consumed,
-              "the stream ends before its end marker (the file is truncated; member "
-              "started at offset " +
-                  std::to_string(member_start) + ")");
-    }
-    if (result != Z_OK && result != Z_BUF_ERROR) {
-      corrupt(consumed,
-              stream.msg != nullptr ? stream.msg : "zlib error " + std::to_string(result));
-    }
-  }
-  return out;
-}
-
-/// The shape and bytes of an IDX file, once decompressed.
-struct IdxContent {
+/// What an IDX header says: the dimensions, where the data starts and how many bytes it has.
+struct IdxHeader {
   std::vector<std::size_t> dims;
-  std::size_t data_offset = 0;
+  std::size_t data_offset = 0;  ///< `4 + 4 * dims.size()`
+  std::size_t data_size = 0;    ///< the product of `dims` (0 when one of them is 0)
+  std::string shape;            ///< `dims` as "AxBxC", for error messages
+  /// The offset where the data ends: the size of the whole (decompressed) file.
+  [[nodiscard]] std::size_t end() const noexcept { return data_offset + data_size; }
 };
 
-/// Parses and validates the header of the (decompressed) IDX content `bytes` of `path`.
-/// `where` is `""` for a plain file and `" of the decompressed data"` for a gzip one.
-inline IdxContent parse_idx_header(std::span<const std::uint8_t> bytes,
-                                   const std::filesystem::path& path, const std::string& where) {
+/// Parses and validates the header at the start of the (decompressed) IDX content `bytes`
+/// of `path`; the data after it is checked by `check_idx_data`. `where` is `""` for a plain
+/// file and `" of the decompressed data"` for a gzip one. A dimension of 0 makes an empty
+/// array whatever the others are; dimensions whose product does not fit in memory's address
+/// space are refused.
+inline IdxHeader parse_idx_header(std::span<const std::uint8_t> bytes,
+                                  const std::filesystem::path& path, const std::string& where) {
   const auto fail = [&](const std::string& what) {
     throw InputError("stoke: IDX file " + idx_quoted(path) + ": " + what);
   };
   const std::string size_text = std::to_string(bytes.size());
   if (bytes.size() < 4) {
     fail("truncated header: " + size_text +
-         " bytes, shorter than the 4-byte magic number; the "
-         "file ends at offset " +
-         size_text + where);
+         " bytes, shorter than the 4-byte magic number; the file ends at offset " + size_text +
+         where);
   }
   if (bytes[0] != 0 || bytes[1] != 0) {
     fail("wrong magic number " + idx_hex(bytes.first(4)) + " at offset 0" + where +
@@ -174,44 +116,159 @@ inline IdxContent parse_idx_header(std::span<const std::uint8_t> bytes,
          idx_type_name(bytes[2]) + ") at offset 2" + where +
          "; only 0x08 (unsigned byte) is supported");
   }
-  IdxContent content;
+  IdxHeader header;
   const std::size_t rank = bytes[3];
-  content.data_offset = 4 + 4 * rank;
-  if (bytes.size() < content.data_offset) {
+  header.data_offset = 4 + 4 * rank;
+  if (bytes.size() < header.data_offset) {
     fail("truncated header: " + std::to_string(rank) + " dimensions need " +
-         std::to_string(content.data_offset) + " header bytes but the file ends at offset " +
+         std::to_string(header.data_offset) + " header bytes but the file ends at offset " +
          size_text + where);
   }
-  std::size_t expected = 1;
-  bool overflow = false;
-  std::string shape;
+  bool empty = false;
   for (std::size_t d = 0; d < rank; ++d) {
     const std::uint8_t* field = bytes.data() + 4 + 4 * d;
     const std::uint32_t extent = std::uint32_t{field[0]} << 24U | std::uint32_t{field[1]} << 16U |
                                  std::uint32_t{field[2]} << 8U | std::uint32_t{field[3]};
-    content.dims.push_back(extent);
-    shape += (d == 0 ? "" : "x") + std::to_string(extent);
-    if (extent != 0 && expected > std::numeric_limits<std::size_t>::max() / extent) overflow = true;
-    expected *= extent;
+    header.dims.push_back(extent);
+    header.shape += (d == 0 ? "" : "x") + std::to_string(extent);
+    empty = empty || extent == 0;
   }
-  if (overflow)
-    fail("dimensions " + shape + " at offset 4" + where + " overflow the address space");
-  const std::size_t present = bytes.size() - content.data_offset;
-  const std::string expected_end = std::to_string(content.data_offset + expected);
-  if (present < expected) {
-    fail("truncated data: the header (dimensions " + shape + ") declares " +
-         std::to_string(expected) + " data bytes from offset " +
-         std::to_string(content.data_offset) + " but only " + std::to_string(present) +
-         " are present; the data ends at offset " + size_text + where + ", expected " +
-         expected_end);
+  if (empty) return header;
+  // The whole file, and one byte more (how a gzip reader sees that the data goes on), must
+  // be addressable.
+  const std::size_t limit = std::numeric_limits<std::size_t>::max() - header.data_offset - 1;
+  header.data_size = 1;
+  for (const std::size_t extent : header.dims) {
+    if (header.data_size > limit / extent) {
+      fail("dimensions " + header.shape + " at offset 4" + where +
+           " declare more bytes than the address space holds");
+    }
+    header.data_size *= extent;
   }
-  if (present > expected) {
-    fail(std::to_string(present - expected) + " unexpected bytes after the data: the header " +
-         "(dimensions " + shape + ") declares " + std::to_string(expected) +
-         " data bytes, ending at offset " + expected_end + where + ", but the file has " +
-         size_text);
+  return header;
+}
+
+/// Checks that the (decompressed) content of `path`, `total_size` bytes, holds exactly the
+/// data `header` declares.
+inline void check_idx_data(const IdxHeader& header, std::size_t total_size,
+                           const std::filesystem::path& path, const std::string& where) {
+  const auto fail = [&](const std::string& what) {
+    throw InputError("stoke: IDX file " + idx_quoted(path) + ": " + what);
+  };
+  const std::size_t present = total_size - header.data_offset;
+  const std::string expected_end = std::to_string(header.end());
+  if (present < header.data_size) {
+    fail("truncated data: the header (dimensions " + header.shape + ") declares " +
+         std::to_string(header.data_size) + " data bytes from offset " +
+         std::to_string(header.data_offset) + " but only " + std::to_string(present) +
+         " are present; the data ends at offset " + std::to_string(total_size) + where +
+         ", expected " + expected_end);
   }
-  return content;
+  if (present > header.data_size) {
+    fail(std::to_string(present - header.data_size) +
+         " unexpected bytes after the data: the header (dimensions " + header.shape +
+         ") declares " + std::to_string(header.data_size) + " data bytes, ending at offset " +
+         expected_end + where + ", but the file has " + std::to_string(total_size));
+  }
+}
+
+/// Inflates a gzip file held in memory, member after member, only as far as asked: the IDX
+/// reader decompresses the header, then exactly the data it declares (and one byte to see
+/// whether more follows), so a small file cannot make it inflate more than it declares.
+class GzipInflater {
+ public:
+  /// Starts inflating `compressed`, the bytes of the gzip file `path`.
+  GzipInflater(std::span<const std::uint8_t> compressed, std::filesystem::path path)
+      : compressed_(compressed), path_(std::move(path)) {
+    if (inflateInit2(&stream_, 16 + MAX_WBITS) != Z_OK) {
+      throw InputError("stoke: cannot decompress " + idx_quoted(path_) + ": " +
+                       (stream_.msg != nullptr ? stream_.msg : "zlib initialisation failed"));
+    }
+  }
+  GzipInflater(const GzipInflater&) = delete;
+  GzipInflater& operator=(const GzipInflater&) = delete;
+  ~GzipInflater() { inflateEnd(&stream_); }
+
+  /// Appends decompressed bytes to `out` until it holds `want` bytes or the stream ends (then
+  /// fewer). Throws `InputError` naming the compressed offset when the stream is corrupt or
+  /// truncated, or when bytes that are no gzip member follow its last member.
+  void fill(std::vector<std::uint8_t>& out, std::size_t want) {
+    constexpr std::size_t chunk = std::size_t{1} << 20U;
+    while (!ended_ && out.size() < want) {
+      const std::size_t filled = out.size();
+      // Grows by doubling up to what is asked: never more memory than the data declared.
+      const std::size_t room =
+          std::min({want - filled, std::max<std::size_t>(filled, std::size_t{1} << 16U), chunk});
+      out.resize(filled + room);
+      stream_.next_in = const_cast<Bytef*>(compressed_.data() + consumed_);
+      stream_.avail_in = static_cast<uInt>(std::min(compressed_.size() - consumed_, chunk));
+      stream_.next_out = out.data() + filled;
+      stream_.avail_out = static_cast<uInt>(room);
+      const uInt in_before = stream_.avail_in;
+      const int result = inflate(&stream_, Z_NO_FLUSH);
+      out.resize(filled + room - stream_.avail_out);
+      consumed_ += in_before - stream_.avail_in;
+      if (result == Z_STREAM_END) {
+        next_member();
+      } else if (result == Z_BUF_ERROR && consumed_ == compressed_.size()) {
+        corrupt(
+            "the stream ends before its end marker (the file is truncated; member started "
+            "at offset " +
+            std::to_string(member_start_) + ")");
+      } else if (result != Z_OK && result != Z_BUF_ERROR) {
+        corrupt(stream_.msg != nullptr ? stream_.msg : "zlib error " + std::to_string(result));
+      }
+    }
+  }
+
+ private:
+  /// After a member's end: the stream ends with the file, or another member follows.
+  void next_member() {
+    member_start_ = consumed_;
+    const auto rest = compressed_.subspan(consumed_);
+    if (rest.empty()) {
+      ended_ = true;
+    } else if (is_gzip(rest)) {
+      inflateReset(&stream_);
+    } else {
+      corrupt(std::to_string(rest.size()) +
+              " bytes follow the last gzip member and are not another member");
+    }
+  }
+
+  [[noreturn]] void corrupt(const std::string& why) const {
+    throw InputError("stoke: corrupt gzip stream in " + idx_quoted(path_) +
+                     " at compressed byte offset " + std::to_string(consumed_) + ": " + why);
+  }
+
+  std::span<const std::uint8_t> compressed_;
+  std::filesystem::path path_;
+  z_stream stream_{};
+  std::size_t consumed_ = 0;      ///< compressed bytes consumed in total
+  std::size_t member_start_ = 0;  ///< compressed offset of the current member
+  bool ended_ = false;
+};
+
+/// The decompressed content of the gzip IDX file `compressed` (concatenated members are
+/// joined), inflated only as far as its header declares. Throws `InputError` naming the path
+/// and the offset for a corrupt, truncated or overlong stream and for a bad header.
+inline std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> compressed,
+                                            const std::filesystem::path& path) {
+  const std::string where = " of the decompressed data";
+  GzipInflater inflater(compressed, path);
+  std::vector<std::uint8_t> out;
+  inflater.fill(out, 4);
+  if (out.size() == 4) inflater.fill(out, 4 + std::size_t{4} * out[3]);
+  const IdxHeader header = parse_idx_header(out, path, where);
+  inflater.fill(out, header.end() + 1);
+  if (out.size() > header.end()) {
+    throw InputError("stoke: IDX file " + idx_quoted(path) +
+                     ": unexpected bytes after the data: the header (dimensions " + header.shape +
+                     ") declares " + std::to_string(header.data_size) +
+                     " data bytes, ending at offset " + std::to_string(header.end()) + where +
+                     ", but the data goes on (decompression stopped there)");
+  }
+  return out;
 }
 
 }  // namespace detail
@@ -248,19 +305,22 @@ class IdxArray {
 
 /// Reads the IDX file at `path`, decompressing it first when it starts with the gzip magic
 /// number. Throws `InputError` naming the path and the byte offset (of the decompressed data
-/// for a gzip file) when the file is missing or unreadable, the gzip stream is corrupt, the
-/// magic number is wrong, the element type is not unsigned byte, or the data is shorter or
-/// longer than the header declares.
+/// for a gzip file) when the file is missing, unreadable or not a regular file, the gzip
+/// stream is corrupt, truncated or followed by bytes that are no gzip member, the magic
+/// number is wrong, the element type is not unsigned byte, or the data is shorter or longer
+/// than the header declares. A gzip file is inflated only as far as its header declares (and
+/// one byte more, to see that nothing follows), so memory never exceeds the declared size.
 inline IdxArray read_idx(const std::filesystem::path& path) {
   auto bytes = detail::read_idx_file(path);
   IdxArray array;
   array.path_ = path;
   array.compressed_ = detail::is_gzip(bytes);
   if (array.compressed_) bytes = detail::gunzip_idx(bytes, path);
-  auto content =
-      detail::parse_idx_header(bytes, path, array.compressed_ ? " of the decompressed data" : "");
-  array.dims_ = std::move(content.dims);
-  array.data_offset_ = content.data_offset;
+  const std::string where = array.compressed_ ? " of the decompressed data" : "";
+  auto header = detail::parse_idx_header(bytes, path, where);
+  detail::check_idx_data(header, bytes.size(), path, where);
+  array.dims_ = std::move(header.dims);
+  array.data_offset_ = header.data_offset;
   array.storage_ = std::make_shared<const std::vector<std::uint8_t>>(std::move(bytes));
   return array;
 }
