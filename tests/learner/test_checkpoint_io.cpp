@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -19,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/learner/checkpoint.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
 #include <stoke/learner/io/safetensors.hpp>
 
@@ -328,6 +330,139 @@ TEST(SafetensorsRefusal, BytesNotCoveredByAnyTensor) {
 TEST(SafetensorsRefusal, MetadataValueThatIsNotAString) {
   EXPECT_THAT(load_refusal(raw_safetensors(R"({"__metadata__": {"epoch": 3}})")),
               AllOf(HasSubstr("__metadata__"), HasSubstr("\"epoch\""), HasSubstr("not a string")));
+}
+
+TEST(Safetensors, BoolTensorsReadAsBools) {
+  TempDir dir;
+  const std::array<bool, 3> flags{true, false, true};
+  stoke::save_safetensors(dir / "flags.safetensors",
+                          {{"flags", stoke::make_tensor_view<bool>(flags, {3})}});
+  EXPECT_EQ(stoke::load_safetensors(dir / "flags.safetensors").values<bool>("flags"),
+            (std::vector<bool>{true, false, true}));
+}
+
+TEST(SafetensorsRefusal, ABoolByteThatIsNeither0Nor1NamesTheElementAndOffset) {
+  TempDir dir;
+  const std::string json = R"({"flags":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})";
+  std::ofstream(dir / "bad.safetensors", std::ios::binary) << raw_safetensors(json, "\x01\x02");
+  const auto file = stoke::load_safetensors(dir / "bad.safetensors");
+  const auto message = message_of<stoke::InputError>([&] { (void)file.values<bool>("flags"); });
+  EXPECT_THAT(message,
+              AllOf(HasSubstr((dir / "bad.safetensors").string()),
+                    HasSubstr("element 1 at byte offset " + std::to_string(8 + json.size() + 1)),
+                    HasSubstr("is 2, not 0 or 1")));
+}
+
+TEST(SafetensorsRefusal, AHeaderAboveTheLimitIsRefusedBeforeItIsRead) {
+  TempDir dir;
+  std::string bytes(8, '\0');
+  const std::uint64_t size = stoke::safetensors_max_header + 1;
+  std::memcpy(bytes.data(), &size, sizeof size);
+  std::ofstream(dir / "big.safetensors", std::ios::binary) << bytes << "{}";
+  const auto message = message_of<stoke::InputError>(
+      [&] { (void)stoke::load_safetensors(dir / "big.safetensors"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "big.safetensors").string()),
+                             HasSubstr("header size 104857601 (at offset 0) is above the limit "
+                                       "of 104857600 bytes")));
+}
+
+TEST(SafetensorsRefusal, ANumberBeyondDoubleRangeIsAnInputError) {
+  TempDir dir;
+  std::ofstream(dir / "huge.safetensors", std::ios::binary)
+      << raw_safetensors(R"({"x":{"dtype":"U8","shape":[1e400],"data_offsets":[0,0]}})");
+  const auto message = message_of<stoke::InputError>(
+      [&] { (void)stoke::load_safetensors(dir / "huge.safetensors"); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "huge.safetensors").string()),
+                             HasSubstr("unreadable JSON header at offset 8")));
+}
+
+// ---------------------------------------------------------------- checkpoints
+
+/// A model without named parameters: its weights are one tensor, "model.parameters".
+struct PlainModel {};
+
+/// Writes a small checkpoint at `path` and returns what it holds.
+stoke::Checkpoint write_checkpoint(const std::filesystem::path& path) {
+  stoke::Checkpoint checkpoint{{1.0F, 2.0F, 3.0F}, {0.5F}, {}};
+  checkpoint.progress.epoch = 2;
+  checkpoint.progress.global_step = 17;
+  checkpoint.progress.loader = {7, 2, 8, 40, true, false, stoke::Remainder::pad};
+  checkpoint.progress.epoch_sums = {1.5, 3, 8};
+  stoke::save_checkpoint(path, PlainModel{}, checkpoint.parameters, checkpoint.optimizer_state,
+                         checkpoint.progress);
+  return checkpoint;
+}
+
+/// Copies the checkpoint `from` to `to` with its "training" metadata edited by `edit`; with
+/// `keep_crc` the old checksum stays, else it is computed anew (a deliberate forgery).
+template <class Edit>
+void edit_training(const std::filesystem::path& from, const std::filesystem::path& to, Edit edit,
+                   bool keep_crc = false) {
+  const auto file = stoke::load_safetensors(from);
+  std::map<std::string, stoke::TensorView> tensors;
+  for (const auto& name : file.names()) tensors.emplace(name, file.tensor(name));
+  auto metadata = file.metadata();
+  auto training = nlohmann::json::parse(metadata.at("training"));
+  edit(training);
+  metadata["training"] = training.dump();
+  if (!keep_crc) {
+    metadata["crc32"] = std::to_string(stoke::detail::checkpoint_crc(tensors, training.dump()));
+  }
+  stoke::save_safetensors(to, tensors, metadata);
+}
+
+TEST(Checkpoint, RoundTripsWeightsOptimizerStateAndProgress) {
+  TempDir dir;
+  const auto written = write_checkpoint(dir / "ckpt");
+  const auto read = stoke::load_checkpoint(dir / "ckpt", PlainModel{}, 3);
+  EXPECT_EQ(read.parameters, written.parameters);
+  EXPECT_EQ(read.optimizer_state, written.optimizer_state);
+  EXPECT_EQ(read.progress.epoch, 2U);
+  EXPECT_EQ(read.progress.global_step, 17U);
+  EXPECT_EQ(read.progress.loader.consumed, 8U);
+  EXPECT_EQ(read.progress.epoch_sums.count, 8U);
+}
+
+TEST(Checkpoint, AnEditedEpochIsCaughtByTheChecksum) {
+  TempDir dir;
+  write_checkpoint(dir / "ckpt");
+  edit_training(dir / "ckpt", dir / "edited", [](nlohmann::json& t) { t["epoch"] = 5; }, true);
+  const auto message = message_of<stoke::InputError>(
+      [&] { (void)stoke::load_checkpoint(dir / "edited", PlainModel{}, 3); });
+  EXPECT_THAT(message, AllOf(HasSubstr((dir / "edited").string()), HasSubstr("CRC-32"),
+                             HasSubstr("\"training\" metadata")));
+}
+
+TEST(Checkpoint, TrainingFieldsOfTheWrongTypeOrRangeAreRefusedNamingThem) {
+  TempDir dir;
+  write_checkpoint(dir / "ckpt");
+  const std::vector<std::pair<std::string, nlohmann::json>> cases{
+      {"epoch", -1}, {"epoch", 2.7}, {"epoch", 1e30}, {"global_step", "17"}};
+  for (const auto& [field, value] : cases) {
+    edit_training(dir / "ckpt", dir / "forged",
+                  [&, field = field, value = value](nlohmann::json& t) { t[field] = value; });
+    const auto message = message_of<stoke::InputError>(
+        [&] { (void)stoke::load_checkpoint(dir / "forged", PlainModel{}, 3); });
+    EXPECT_THAT(message, AllOf(HasSubstr((dir / "forged").string()),
+                               HasSubstr("field \"" + field + "\" is not a non-negative integer")))
+        << value.dump();
+  }
+  edit_training(dir / "ckpt", dir / "forged",
+                [](nlohmann::json& t) { t["epoch_sums"]["loss_sum"] = nullptr; });
+  EXPECT_THAT(message_of<stoke::InputError>(
+                  [&] { (void)stoke::load_checkpoint(dir / "forged", PlainModel{}, 3); }),
+              AllOf(HasSubstr("\"epoch_sums\" field \"loss_sum\" is not a finite number")));
+}
+
+TEST(Checkpoint, ALoaderStateErrorNamesTheCheckpoint) {
+  TempDir dir;
+  write_checkpoint(dir / "ckpt");
+  edit_training(dir / "ckpt", dir / "forged",
+                [](nlohmann::json& t) { t["loader"]["consumed"] = -8; });
+  const auto message = message_of<stoke::InputError>(
+      [&] { (void)stoke::load_checkpoint(dir / "forged", PlainModel{}, 3); });
+  EXPECT_THAT(message, AllOf(HasSubstr("checkpoint '" + (dir / "forged").string() + "'"),
+                             HasSubstr("\"loader\" field \"consumed\"")));
 }
 
 }  // namespace

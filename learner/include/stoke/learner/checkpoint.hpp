@@ -6,15 +6,20 @@
 
 #include <zlib.h>
 
+#include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include <stoke/core/detail/json_fields.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/data/state.hpp>
 #include <stoke/learner/io/safetensors.hpp>
@@ -39,14 +44,30 @@ struct Checkpoint {
 };
 
 namespace detail {
-inline constexpr const char* kCheckpointFormat = "stoke.checkpoint.v1";
+/// v2: the checksum covers the "training" metadata and every tensor's name, dtype and shape
+/// too (v1's covered the tensor data only, so an edited epoch loaded silently).
+inline constexpr const char* kCheckpointFormat = "stoke.checkpoint.v2";
 
-/// CRC-32 of the data of every tensor, in name order.
-inline unsigned long checkpoint_crc(const std::map<std::string, TensorView>& tensors) {
-  uLong crc = crc32(0L, Z_NULL, 0);
+/// CRC-32 over `bytes`, continuing `crc`, in pieces zlib's `uInt` can count.
+inline uLong crc32_of(uLong crc, std::span<const std::byte> bytes) {
+  constexpr std::size_t piece = std::size_t{1} << 30U;
+  for (std::size_t at = 0; at < bytes.size(); at += piece) {
+    const std::size_t n = std::min(piece, bytes.size() - at);
+    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(n));
+  }
+  return crc;
+}
+
+/// CRC-32 of the "training" metadata text, then of every tensor in name order: its name,
+/// dtype, shape and data.
+inline unsigned long checkpoint_crc(const std::map<std::string, TensorView>& tensors,
+                                    std::string_view training) {
+  const auto text = [](std::string_view s) { return std::as_bytes(std::span(s.data(), s.size())); };
+  uLong crc = crc32_of(crc32(0L, Z_NULL, 0), text(training));
   for (const auto& [name, tensor] : tensors) {
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(tensor.data.data()),
-                static_cast<uInt>(tensor.data.size()));
+    std::string head = name + '\0' + tensor.dtype;
+    for (const std::size_t extent : tensor.shape) head += '\0' + std::to_string(extent);
+    crc = crc32_of(crc32_of(crc, text(head + '\n')), tensor.data);
   }
   return crc;
 }
@@ -90,15 +111,17 @@ void save_checkpoint(const std::filesystem::path& path, const M& model,
                                     {{"loss_sum", progress.epoch_sums.loss_sum},
                                      {"correct", progress.epoch_sums.correct},
                                      {"count", progress.epoch_sums.count}}}};
+  const std::string training_text = training.dump();
   save_safetensors(path, tensors,
                    {{"format", detail::kCheckpointFormat},
-                    {"training", training.dump()},
-                    {"crc32", std::to_string(detail::checkpoint_crc(tensors))}});
+                    {"training", training_text},
+                    {"crc32", std::to_string(detail::checkpoint_crc(tensors, training_text))}});
 }
 
 /// Reads a checkpoint written by `save_checkpoint` for a model like `model`. Refuses, naming
-/// the file, a truncated or corrupt file (the safetensors checks and a CRC-32 of the data), a
-/// file of another format, and weights whose names or shapes do not fit `model`.
+/// the file, a truncated or corrupt file (the safetensors checks and a CRC-32 of the data and
+/// the "training" metadata), a file of another format, weights whose names or shapes do not
+/// fit `model`, and a "training" field of the wrong type or range (naming the field).
 template <class M>
 Checkpoint load_checkpoint(const std::filesystem::path& path, const M& model,
                            std::size_t parameter_count) {
@@ -109,14 +132,21 @@ Checkpoint load_checkpoint(const std::filesystem::path& path, const M& model,
   const auto& metadata = file.metadata();
   const auto format = metadata.find("format");
   if (format == metadata.end() || format->second != detail::kCheckpointFormat) {
-    fail(std::string("is not a stoke checkpoint (metadata \"format\" is not \"") +
-         detail::kCheckpointFormat + "\")");
+    fail(std::string("is not a stoke checkpoint this stoke reads: metadata \"format\" is ") +
+         (format == metadata.end() ? "missing"
+                                   : detail::json_excerpt(nlohmann::json(format->second))) +
+         ", expected \"" + detail::kCheckpointFormat + "\"");
   }
+  const auto training_text = metadata.find("training");
+  if (training_text == metadata.end()) fail("has no \"training\" metadata");
   std::map<std::string, TensorView> tensors;
   for (const auto& name : file.names()) tensors.emplace(name, file.tensor(name));
   const auto crc = metadata.find("crc32");
-  if (crc == metadata.end() || crc->second != std::to_string(detail::checkpoint_crc(tensors))) {
-    fail("is corrupt: the CRC-32 of its data does not match the one it was written with");
+  if (crc == metadata.end() ||
+      crc->second != std::to_string(detail::checkpoint_crc(tensors, training_text->second))) {
+    fail(
+        "is corrupt: the CRC-32 of its data and \"training\" metadata does not match the one it "
+        "was written with");
   }
 
   Checkpoint checkpoint;
@@ -134,20 +164,22 @@ Checkpoint load_checkpoint(const std::filesystem::path& path, const M& model,
   if (!file.contains("optimizer.state")) fail("has no tensor 'optimizer.state'");
   checkpoint.optimizer_state = file.values<float>("optimizer.state");
 
-  const auto training_text = metadata.find("training");
-  if (training_text == metadata.end()) fail("has no \"training\" metadata");
+  nlohmann::json training;
   try {
-    const auto training = nlohmann::json::parse(training_text->second);
-    checkpoint.progress.epoch = training.at("epoch").get<std::size_t>();
-    checkpoint.progress.global_step = training.at("global_step").get<std::size_t>();
-    checkpoint.progress.loader = loader_state_from_json(training.at("loader"));
-    const auto& sums = training.at("epoch_sums");
-    checkpoint.progress.epoch_sums = {sums.at("loss_sum").get<double>(),
-                                      sums.at("correct").get<std::size_t>(),
-                                      sums.at("count").get<std::size_t>()};
-  } catch (const nlohmann::json::exception& error) {
+    training = nlohmann::json::parse(training_text->second);
+  } catch (const nlohmann::json::exception& error) {  // also a number beyond double's range
     fail(std::string("has unreadable \"training\" metadata: ") + error.what());
   }
+  const std::string where = "checkpoint '" + path.string() + "' \"training\" metadata";
+  const detail::JsonFields fields(training, where);
+  constexpr std::uint64_t most = std::numeric_limits<std::size_t>::max();
+  checkpoint.progress.epoch = static_cast<std::size_t>(fields.count("epoch", most));
+  checkpoint.progress.global_step = static_cast<std::size_t>(fields.count("global_step", most));
+  checkpoint.progress.loader = loader_state_from_json(fields.at("loader"), where + " \"loader\"");
+  const detail::JsonFields sums(fields.at("epoch_sums"), where + " \"epoch_sums\"");
+  checkpoint.progress.epoch_sums = {sums.finite("loss_sum"),
+                                    static_cast<std::size_t>(sums.count("correct", most)),
+                                    static_cast<std::size_t>(sums.count("count", most))};
   return checkpoint;
 }
 

@@ -124,7 +124,12 @@ class Learner {
           load_checkpoint(checkpoint_path(), model_, detail::parameter_count(model_));
       detail::set_parameters<B>(model_, checkpoint.parameters);
       optimizer_.load_state(checkpoint.optimizer_state);
-      train.restore(checkpoint.progress.loader);
+      try {
+        train.restore(checkpoint.progress.loader);
+      } catch (const InputError& error) {
+        throw InputError("stoke: checkpoint '" + checkpoint_path().string() +
+                         "' holds a loader state the training loader cannot take: " + error.what());
+      }
       run.first_epoch = checkpoint.progress.epoch;
       run.first_step = checkpoint.progress.global_step;
       run.resumed_sums = checkpoint.progress.epoch_sums;

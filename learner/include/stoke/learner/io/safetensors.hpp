@@ -175,6 +175,10 @@ inline void save_safetensors(const std::filesystem::path& path,
   write_file_atomically(path, encode_safetensors(tensors, metadata));
 }
 
+/// The largest JSON header a safetensors file may have, in bytes (100 MiB, the limit of the
+/// reference implementation); a larger one is refused before it is parsed.
+inline constexpr std::uint64_t safetensors_max_header = std::uint64_t{100} << 20U;
+
 /// A safetensors file read into memory and checked: its tensors and its metadata.
 /// Copies share the bytes.
 class SafetensorsFile {
@@ -216,7 +220,8 @@ class SafetensorsFile {
   }
 
   /// The elements of tensor `name` copied out as `T` (the data need not be aligned). Throws
-  /// `InputError` when the tensor's dtype is not that of `T`.
+  /// `InputError` when the tensor's dtype is not that of `T`, and for `bool` (dtype BOOL, one
+  /// byte an element) when a byte is neither 0 nor 1, naming the element and its file offset.
   template <class T>
   [[nodiscard]] std::vector<T> values(const std::string& name) const {
     const TensorView& view = tensor(name);
@@ -224,9 +229,24 @@ class SafetensorsFile {
       throw InputError("stoke: tensor '" + name + "' in '" + path_.string() + "' has dtype " +
                        view.dtype + ", not " + std::string(detail::safetensors_dtype_of<T>()));
     }
-    std::vector<T> out(view.data.size() / sizeof(T));
-    if (!out.empty()) std::memcpy(out.data(), view.data.data(), view.data.size());
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {
+      std::vector<bool> out;
+      out.reserve(view.data.size());
+      for (std::size_t i = 0; i < view.data.size(); ++i) {
+        const auto byte = std::to_integer<unsigned>(view.data[i]);
+        if (byte > 1) {
+          const auto offset = static_cast<std::size_t>(view.data.data() + i - bytes_->data());
+          fail("tensor '" + name + "' (BOOL) element " + std::to_string(i) + " at byte offset " +
+               std::to_string(offset) + " is " + std::to_string(byte) + ", not 0 or 1");
+        }
+        out.push_back(byte == 1);
+      }
+      return out;
+    } else {
+      std::vector<T> out(view.data.size() / sizeof(T));
+      if (!out.empty()) std::memcpy(out.data(), view.data.data(), view.data.size());
+      return out;
+    }
   }
 
   /// The `__metadata__` strings (empty when the file has none).
@@ -247,6 +267,10 @@ class SafetensorsFile {
     }
     std::uint64_t header_size = 0;
     std::memcpy(&header_size, file.data(), sizeof header_size);
+    if (header_size > safetensors_max_header) {
+      fail("header size " + std::to_string(header_size) + " (at offset 0) is above the limit of " +
+           std::to_string(safetensors_max_header) + " bytes");
+    }
     if (header_size > file.size() - 8) {
       fail("header size " + std::to_string(header_size) +
            " (at offset 0) is larger than the file: only " + std::to_string(file.size() - 8) +
@@ -261,6 +285,8 @@ class SafetensorsFile {
     } catch (const nlohmann::json::parse_error& error) {
       fail("invalid JSON header at offset 8 (error near file offset " +
            std::to_string(8 + (error.byte == 0 ? 0 : error.byte - 1)) + "): " + error.what());
+    } catch (const nlohmann::json::exception& error) {  // a number beyond double's range
+      fail(std::string("unreadable JSON header at offset 8: ") + error.what());
     }
     if (!header.is_object()) fail("the JSON header at offset 8 is not an object");
 

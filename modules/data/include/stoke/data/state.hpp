@@ -50,12 +50,15 @@ inline nlohmann::json to_json(const LoaderState& state) {
           {"remainder", remainder_name(state.remainder)}};
 }
 
-/// Reads a state from JSON; a missing or ill-typed field is an `InputError` naming it.
-inline LoaderState loader_state_from_json(const nlohmann::json& json) {
-  const detail::JsonFields fields(json, "loader state");
+/// Reads a state from JSON; a missing or ill-typed field is an `InputError` naming it, and
+/// `where` (a checkpoint's, say: "checkpoint 'ckpt' \"training\" metadata \"loader\"").
+inline LoaderState loader_state_from_json(const nlohmann::json& json,
+                                          const std::string& where = "loader state") {
+  const detail::JsonFields fields(json, where);
   if (fields.at("format") != loader_state_format) {
-    throw InputError("stoke: loader state has format " + detail::json_excerpt(fields.at("format")) +
-                     ", expected \"" + loader_state_format + "\"");
+    throw InputError("stoke: " + where + " has format " +
+                     detail::json_excerpt(fields.at("format")) + ", expected \"" +
+                     loader_state_format + "\"");
   }
   const auto size = [&](const char* name) {
     return static_cast<std::size_t>(fields.count(name, std::numeric_limits<std::size_t>::max()));
@@ -66,10 +69,9 @@ inline LoaderState loader_state_from_json(const nlohmann::json& json) {
   const auto policy =
       remainder.is_string() ? remainder_named(remainder.get<std::string>()) : std::nullopt;
   if (!policy) {
-    throw InputError(
-        "stoke: loader state field \"remainder\" is not \"partial\", \"drop\" or "
-        "\"pad\": " +
-        detail::json_excerpt(remainder));
+    throw InputError("stoke: " + where +
+                     " field \"remainder\" is not \"partial\", \"drop\" or \"pad\": " +
+                     detail::json_excerpt(remainder));
   }
   state.remainder = *policy;
   return state;

@@ -151,7 +151,9 @@ class LoaderPosition {
                        std::string(remainder_name(options.remainder)));
     }
     if (state.consumed > state.dataset_size) {
-      mismatch("consumed positions beyond the dataset size", state.consumed, state.dataset_size);
+      throw InputError("stoke: cannot restore loader state: it says " +
+                       std::to_string(state.consumed) + " positions of the epoch were consumed, " +
+                       "more than its dataset size " + std::to_string(state.dataset_size));
     }
     set_epoch(state.epoch);
     plan.resume_at(state.epoch, state.consumed);

@@ -87,6 +87,10 @@ class FileMapping {
 /// A dataset of fixed-size records stored back to back in a file, read in place: the file is
 /// memory-mapped read-only and `get` returns a span into the mapping, without copying.
 /// Copies share the mapping; it is unmapped when the last copy is gone. POSIX only.
+///
+/// The file must keep its size while it is mapped: if another process truncates it, reading
+/// a record past the new end raises SIGBUS (the kernel's answer to a mapping beyond the end of
+/// its file), which no check at open time can prevent. Copy a file that may shrink first.
 class MmapRecordDataset {
  public:
   /// Maps `path` as records of `record_size` bytes. Throws `InputError` naming the path and
