@@ -209,4 +209,61 @@ TEST(LoaderState, ElasticResumeFromTwoDevicesOntoThreeSeesEverySampleOnce) {
   EXPECT_EQ(seen, all);
 }
 
+/// What a part delivered in an epoch: every batch's step, dataset indices and padding.
+struct Delivered {
+  std::size_t step = 0;
+  std::vector<std::size_t> indices;
+  std::size_t padding = 0;
+  bool operator==(const Delivered&) const = default;
+};
+
+TEST(LoaderState, AnExactResumeOfAPaddedSplitEpochDeliversTheUninterruptedBatches) {
+  // 23 samples in batches of 4 on 2 devices: 3 rounds of 8 positions, the last one padded.
+  auto unbroken = builder().pad().build_batch_loader(IotaDataset{23});
+  std::vector<std::vector<Delivered>> expected;
+  for (auto& part : stoke::split(unbroken, Backend::devices(2))) {
+    auto& batches = expected.emplace_back();
+    for (auto& batch : part.iter()) batches.push_back({batch.step, batch.indices, batch.padding});
+  }
+  ASSERT_EQ(expected[0].size(), 3u);
+  ASSERT_EQ(expected[0][2].padding + expected[1][2].padding, 1u);
+
+  auto loader = builder().pad().build_batch_loader(IotaDataset{23});
+  auto parts = stoke::split(loader, Backend::devices(2));
+  std::vector<stoke::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
+  for (auto& part : parts) {
+    ranges.push_back(part.iter());
+    auto it = ranges.back().begin();
+    ++it;  // two batches delivered
+  }
+  auto resumed = builder().pad().build_batch_loader(IotaDataset{23});
+  resumed.restore(stoke::split_state(parts));
+  auto resumed_parts = stoke::split(resumed, Backend::devices(2));
+  for (std::size_t d = 0; d < 2; ++d) {
+    std::vector<Delivered> rest;
+    for (auto& batch : resumed_parts[d].iter()) {
+      rest.push_back({batch.step, batch.indices, batch.padding});
+    }
+    EXPECT_EQ(rest, std::vector<Delivered>(expected[d].begin() + 2, expected[d].end()))
+        << "device " << d;
+  }
+}
+
+TEST(LoaderState, AfterAnElasticResumeStepsCountTheWholeRoundsConsumedBefore) {
+  auto loader = builder().pad().build_batch_loader(IotaDataset{103});
+  auto parts = stoke::split(loader, Backend::devices(2));
+  std::vector<stoke::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
+  for (auto& part : parts) {
+    ranges.push_back(part.iter());
+    auto it = ranges.back().begin();
+    for (int step = 1; step < 5; ++step) ++it;  // five batches of 4 on each device
+  }
+  auto fresh = builder().pad().build_batch_loader(IotaDataset{103});
+  fresh.restore(stoke::split_state(parts));  // 40 positions consumed
+  for (auto& part : stoke::split(fresh, Backend::devices(3))) {
+    auto range = part.iter();
+    EXPECT_EQ(range.begin()->step, 3u);  // 40 / (3 devices x 4): three whole rounds
+  }
+}
+
 }  // namespace

@@ -157,10 +157,15 @@ class EpochPlan {
   }
 
   /// Where local position `q` (of `layout.length`) sits in the epoch's full sequence.
+  ///
+  /// Padding wraps around: a narrowing's positions past its parent's end go back to the
+  /// parent's start, and those past the epoch's end to the epoch's start (position 0, not
+  /// the resume offset), so a resumed epoch pads with the samples the uninterrupted one does.
   [[nodiscard]] std::size_t locate(const EpochLayout& layout, std::size_t q) const noexcept {
     const std::size_t b = batch_size_;
-    // The final level pads by wrapping around within its own sequence.
-    if (q >= layout.trace.sequence_length && layout.trace.sequence_length > 0)
+    // A slice innermost pads by wrapping around within the slice.
+    if (!narrowings_.empty() && q >= layout.trace.sequence_length &&
+        layout.trace.sequence_length > 0)
       q %= layout.trace.sequence_length;
     for (std::size_t k = narrowings_.size(); k-- > 0;) {
       const std::size_t parent_length = layout.trace.parent_lengths[k];
@@ -169,10 +174,12 @@ class EpochPlan {
       } else {
         const auto& part = std::get<SplitPart>(narrowings_[k]);
         q = ((q / b) * part.count + part.index) * b + q % b;
-        if (q >= parent_length && parent_length > 0) q %= parent_length;
+        // The outermost narrowing wraps over the whole epoch, below.
+        if (k > 0 && q >= parent_length && parent_length > 0) q %= parent_length;
       }
     }
-    return layout.offset + q;
+    const std::size_t position = layout.offset + q;
+    return position >= dataset_size_ && dataset_size_ > 0 ? position % dataset_size_ : position;
   }
 
   /// `out[i] = locate(layout, first + i)` for every `i`; a plain loader's positions are

@@ -48,6 +48,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
         plan_(std::move(plan)),
         layout_(std::move(layout)),
         order_(source_->order(layout_.epoch)),
+        first_step_(layout_.offset / (plan_.batch_size() * plan_.part_count())),
         max_chunks_(max_chunks) {}
 
   /// Batches in the epoch.
@@ -61,7 +62,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
     const SampleContextScope scope(context);
     try {
       return batch_type{source_->batcher().batch(std::move(read.items), device_), layout_.epoch,
-                        step, read.padding, std::move(read.indices)};
+                        epoch_step(step), read.padding, std::move(read.indices)};
     } catch (...) {
       fail(step, read.indices.empty() ? 0 : read.indices.front(), "batch", thread);
     }
@@ -83,7 +84,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
       try {
         return std::make_shared<BatchChunks<batch_output_t<T, B, item_type>, Pending>>(
             source_->batcher().begin_batch(std::move(read.items), device_), max_chunks_,
-            DataErrorContext{layout_.epoch, step, 0, "batch", thread_name(thread),
+            DataErrorContext{layout_.epoch, epoch_step(step), 0, "batch", thread_name(thread),
                              device_name(device_)},
             seed_, std::move(read.indices), read.padding);
       } catch (...) {
@@ -140,10 +141,15 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
     return read;
   }
 
+  /// The epoch's step of this loader's batch `step` (see `first_step_`).
+  [[nodiscard]] std::size_t epoch_step(std::size_t step) const noexcept {
+    return first_step_ + step;
+  }
+
   [[noreturn]] void fail(std::size_t step, std::size_t index, const char* stage,
                          std::size_t thread) const {
-    throw DataError(DataErrorContext{layout_.epoch, step, index, stage, thread_name(thread),
-                                     device_name(device_)},
+    throw DataError(DataErrorContext{layout_.epoch, epoch_step(step), index, stage,
+                                     thread_name(thread), device_name(device_)},
                     current_exception_message());
   }
 
@@ -153,6 +159,9 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   EpochPlan plan_;
   EpochLayout layout_;
   AnyEpochOrder order_;
+  /// The epoch's step of this loader's first batch: after a restore, the rounds of batches
+  /// consumed before it (rounded down when the restore changed the number of parts).
+  std::size_t first_step_;
   std::size_t max_chunks_;
 };
 
