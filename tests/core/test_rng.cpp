@@ -48,6 +48,23 @@ TEST(SampleRng, SeedEpochAndIndexEachChangeTheStream) {
   EXPECT_NE(base, first(stoke::SampleRng(7, 3, 12345 + (std::uint64_t{1} << 32))));
 }
 
+TEST(SampleRng, EpochsThatDifferOnlyAbove32BitsHaveStreamsOfTheirOwn) {
+  const auto first = [](stoke::SampleRng rng) { return std::array{rng(), rng(), rng(), rng()}; };
+  const std::uint64_t high = std::uint64_t{1} << 32;
+  const auto base = first(stoke::SampleRng(7, 3, 12345));
+  EXPECT_NE(base, first(stoke::SampleRng(7, 3 + high, 12345)));
+  EXPECT_NE(first(stoke::SampleRng(7, 3 + high, 12345)),
+            first(stoke::SampleRng(7, 3 + 2 * high, 12345)));
+}
+
+TEST(SampleRng, EpochsBelow2To32KeyPhiloxWithTheSeedAlone) {
+  const std::uint64_t seed = 0x0123456789ABCDEFull;
+  stoke::SampleRng rng(seed, 0xFFFFFFFFu, 0x1122334455667788ull);
+  const auto block =
+      stoke::philox4x32({0, 0xFFFFFFFFu, 0x55667788u, 0x11223344u}, {0x89ABCDEFu, 0x01234567u});
+  EXPECT_EQ((std::array{rng(), rng(), rng(), rng()}), block);
+}
+
 TEST(SampleRng, UniformFloatsFillTheUnitInterval) {
   stoke::SampleRng rng(1, 0, 0);
   std::array<int, 10> bins{};

@@ -1,9 +1,11 @@
 // Per-sample randomness: keyed by (seed, epoch, index), independent of workers and devices.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstdint>
 #include <map>
 #include <set>
+#include <span>
 #include <vector>
 
 #include <stoke/stoke.hpp>
@@ -93,7 +95,49 @@ TEST(SampleRandomness, DiffersBetweenSamplesAndEpochs) {
   EXPECT_EQ(same_as_last_epoch, 0u);
 }
 
+/// The same samples, read in bulk: `get_many` reads each item through `get`, in the item's
+/// `SampleItemScope`, so `get`'s `sample_rng()` is that item's stream.
+struct BulkAugmentedDataset : AugmentedDataset {
+  void get_many(std::span<const std::size_t> indices,
+                std::vector<std::pair<std::size_t, std::uint32_t>>& out) const {
+    for (std::size_t k = 0; k < indices.size(); ++k) {
+      const stoke::SampleItemScope item(k);
+      out.push_back(get(indices[k]));
+    }
+  }
+};
+
+TEST(SampleRandomness, GetManyGivesEachItemItsOwnStream) {
+  auto one_by_one = builder().build_batch_loader(AugmentedDataset{40});
+  auto bulk = builder().num_workers(2).build(BulkAugmentedDataset{{40}});
+  EXPECT_EQ(draws(bulk), draws(one_by_one));
+}
+
+/// `get_many` drawing `sample_rng()` without naming an item.
+struct UnscopedBulkDataset : AugmentedDataset {
+  void get_many(std::span<const std::size_t> indices,
+                std::vector<std::pair<std::size_t, std::uint32_t>>& out) const {
+    for (const std::size_t index : indices) out.push_back(get(index));
+  }
+};
+
+TEST(SampleRandomness, AnItemlessDrawInGetManySaysHowToNameTheItem) {
+  auto loader = builder().build_batch_loader(UnscopedBulkDataset{{10}});
+  try {
+    (void)draws(loader);
+    FAIL() << "expected a DataError";
+  } catch (const stoke::DataError& error) {
+    try {
+      std::rethrow_if_nested(error);
+      FAIL() << "expected a nested error";
+    } catch (const stoke::Error& nested) {
+      EXPECT_THAT(nested.what(), ::testing::HasSubstr("use sample_rng(k) for item k"));
+    }
+  }
+}
+
 TEST(SampleRandomness, OutsideALoaderIsAnError) {
+  EXPECT_THROW((void)stoke::SampleItemScope(0), stoke::UsageError);
   EXPECT_THROW((void)stoke::sample_rng(), stoke::Error);
   EXPECT_THROW((void)stoke::sample_rng(0), stoke::Error);
   EXPECT_EQ(stoke::current_sample_context(), nullptr);

@@ -27,16 +27,30 @@ namespace stoke {
   return ctr;
 }
 
+/// A 64-bit mixing function (the SplitMix64 finaliser): a bijection that spreads every input
+/// bit over the output; used to derive keys.
+[[nodiscard]] constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
+  x ^= x >> 30;
+  x *= 0xBF58476D1CE4E5B9ull;
+  x ^= x >> 27;
+  x *= 0x94D049BB133111EBull;
+  x ^= x >> 31;
+  return x;
+}
+
 /// A random bit generator for one sample of one epoch: its stream is a pure function of
 /// (seed, epoch, index), so it does not depend on which worker, device or rank draws it.
-/// Satisfies `std::uniform_random_bit_generator`.
+/// Under one seed every (epoch, index) pair has a stream of its own, for all 64 bits of
+/// both: the counter holds the epoch's low 32 bits and the index, and the epoch's high 32
+/// bits are mixed into the key (unchanged for epochs below 2^32). Each stream holds 2^34
+/// words. Satisfies `std::uniform_random_bit_generator`.
 class SampleRng {
  public:
   using result_type = std::uint32_t;
 
   /// The stream for dataset `index` in `epoch` under `seed`.
   constexpr SampleRng(std::uint64_t seed, std::uint64_t epoch, std::uint64_t index) noexcept
-      : key_{static_cast<std::uint32_t>(seed), static_cast<std::uint32_t>(seed >> 32)},
+      : key_{key_word(seed, epoch, 0), key_word(seed, epoch, 32)},
         epoch_(static_cast<std::uint32_t>(epoch)),
         index_(index) {}
 
@@ -58,6 +72,13 @@ class SampleRng {
   constexpr float uniform() noexcept { return static_cast<float>((*this)() >> 8) * 0x1.0p-24f; }
 
  private:
+  /// 32 bits of the key from bit `shift` on: the seed's, xor the epoch's high half mixed
+  /// (mix64(0) is 0, so epochs below 2^32 keep the seed as the key).
+  static constexpr std::uint32_t key_word(std::uint64_t seed, std::uint64_t epoch,
+                                          unsigned shift) noexcept {
+    return static_cast<std::uint32_t>((seed ^ mix64(epoch >> 32U)) >> shift);
+  }
+
   std::array<std::uint32_t, 2> key_;
   std::uint32_t epoch_;
   std::uint64_t index_;
@@ -65,16 +86,5 @@ class SampleRng {
   std::array<std::uint32_t, 4> block_{};
   unsigned used_ = 4;
 };
-
-/// A 64-bit mixing function (the SplitMix64 finaliser): a bijection that spreads every input
-/// bit over the output; used to derive keys.
-[[nodiscard]] constexpr std::uint64_t mix64(std::uint64_t x) noexcept {
-  x ^= x >> 30;
-  x *= 0xBF58476D1CE4E5B9ull;
-  x ^= x >> 27;
-  x *= 0x94D049BB133111EBull;
-  x ^= x >> 31;
-  return x;
-}
 
 }  // namespace stoke

@@ -14,7 +14,9 @@ namespace stoke {
 /// 1. `s.size()` is the number of samples;
 /// 2. `s.get(i)` returns sample `i` for every `i < s.size()`, on a `const` dataset, and may be
 ///    called from several threads at once (loaders call it from their workers);
-/// 3. optionally `s.get_many(indices, out)` reads many samples at once (bulk reads).
+/// 3. optionally `s.get_many(indices, out)` reads many samples at once (bulk reads); in it,
+///    `sample_rng(k)` is the random stream of item `k` of `indices` (a `SampleItemScope(k)`
+///    makes it what `sample_rng()` returns, for code shared with `get`).
 ///
 /// Datasets are values: copying one should be cheap (share the storage).
 template <class S>

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <span>
+#include <string>
 
 #include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
@@ -48,12 +49,43 @@ class SampleContextScope {
   return detail::current_sample_context;
 }
 
-/// The random stream of the sample being read by `Dataset::get` in this thread.
-/// Throws `stoke::Error` when called outside a loader's `get`.
+/// Makes `item` of the current `get_many` call (or batch) the sample this thread reads, for
+/// its lifetime: a `get_many` that reads each item through code calling `sample_rng()` (its
+/// own `get`, say) opens one per item, so that code draws item `item`'s stream. Throws
+/// `UsageError` outside a loader or past the call's items.
+class SampleItemScope {
+ public:
+  /// Item `item` of the indices this thread's loader call reads.
+  explicit SampleItemScope(std::size_t item) : context_(checked(item)), scope_(context_) {}
+
+ private:
+  static SampleContext checked(std::size_t item) {
+    const SampleContext* context = detail::current_sample_context;
+    if (context == nullptr || item >= context->indices.size()) {
+      throw UsageError("stoke: SampleItemScope(" + std::to_string(item) +
+                       ") outside a loader's get_many or batch, or past its items");
+    }
+    SampleContext copy = *context;
+    copy.item = item;
+    return copy;
+  }
+
+  SampleContext context_;
+  detail::SampleContextScope scope_;
+};
+
+/// The random stream of the sample being read by `Dataset::get` in this thread (or the
+/// item a `SampleItemScope` names). Throws `stoke::Error` elsewhere: inside `get_many`, use
+/// `sample_rng(k)` for item `k` of the call, or a `SampleItemScope`.
 [[nodiscard]] inline SampleRng sample_rng() {
   const SampleContext* context = detail::current_sample_context;
-  if (context == nullptr || !context->item) {
+  if (context == nullptr) {
     throw Error("stoke: sample_rng() was called outside a loader's Dataset::get");
+  }
+  if (!context->item) {
+    throw Error("stoke: sample_rng() was called in a loader's get_many or batch, which reads " +
+                std::to_string(context->indices.size()) +
+                " items: use sample_rng(k) for item k, or open a SampleItemScope(k)");
   }
   return SampleRng(context->seed, context->epoch, context->indices[*context->item]);
 }
