@@ -3,6 +3,7 @@ find_package(GTest REQUIRED)
 include(GoogleTest)
 
 option(STOKE_LOADER_TESTS_ONLY "Build only the suites labelled 'loader' (sanitizer builds)" OFF)
+option(STOKE_BUILD_FUZZERS "Build the libFuzzer harnesses of tests/fuzz (Clang; the asan preset)" OFF)
 
 # stoke_add_test(<name> LABELS <label>... SOURCES <file>... [LIBRARIES <lib>...])
 # One GoogleTest executable; every test case becomes a CTest test carrying LABELS.

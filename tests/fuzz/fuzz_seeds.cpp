@@ -1,0 +1,110 @@
+// Writes the seed corpus of every fuzz harness: fuzz_seeds <dir> fills <dir>/<harness>/ with
+// small valid inputs made by stoke's own writers (and zlib for the gzip IDX files).
+#include <zlib.h>
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include <stoke/learner/checkpoint.hpp>
+#include <stoke/learner/io/safetensors.hpp>
+#include <stoke/stoke.hpp>
+
+#include "fuzz_seed_model.hpp"
+
+namespace {
+
+using Bytes = std::vector<std::uint8_t>;
+
+void write(const std::filesystem::path& path, const Bytes& bytes) {
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()),
+             static_cast<std::streamsize>(bytes.size()));
+}
+
+void write_gzip(const std::filesystem::path& path, const Bytes& bytes) {
+  gzFile file = gzopen(path.c_str(), "wb");
+  if (file == nullptr) throw std::runtime_error("fuzz_seeds: cannot write " + path.string());
+  gzwrite(file, bytes.data(), static_cast<unsigned>(bytes.size()));
+  gzclose(file);
+}
+
+/// An unsigned-byte IDX file of `dims` whose data counts up from 0.
+Bytes idx(const std::vector<std::uint32_t>& dims) {
+  Bytes out{0, 0, 0x08, static_cast<std::uint8_t>(dims.size())};
+  std::size_t count = 1;
+  for (const std::uint32_t d : dims) {
+    for (int shift = 24; shift >= 0; shift -= 8)
+      out.push_back(static_cast<std::uint8_t>(d >> shift));
+    count *= d;
+  }
+  for (std::size_t i = 0; i < count; ++i) out.push_back(static_cast<std::uint8_t>(i));
+  return out;
+}
+
+/// Indices as batches.
+struct IndexBatcher {
+  std::vector<std::size_t> batch(std::vector<std::size_t> items, const stoke::cpu::Device&) const {
+    return items;
+  }
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::cerr << "usage: fuzz_seeds <directory>\n";
+    return 2;
+  }
+  const std::filesystem::path root = argv[1];
+  for (const char* harness : {"idx", "mmap_records", "safetensors", "checkpoint", "loader_state"}) {
+    std::filesystem::create_directories(root / harness);
+  }
+
+  write(root / "idx" / "labels.idx", idx({5}));
+  write(root / "idx" / "images.idx", idx({2, 3, 4}));
+  write(root / "idx" / "empty.idx", idx({7, 0}));
+  write_gzip(root / "idx" / "labels.idx.gz", idx({5}));
+  write_gzip(root / "idx" / "images.idx.gz", idx({2, 3, 4}));
+
+  write(root / "mmap_records" / "four_byte_records", {4, 1, 2, 3, 4, 5, 6, 7, 8});
+  write(root / "mmap_records" / "one_byte_records", {1, 9, 8, 7});
+
+  const std::array<float, 6> weights{0.5F, -1.0F, 2.25F, 3.0F, -0.0F, 1e-30F};
+  const std::array<bool, 3> flags{true, false, true};
+  const std::array<std::uint8_t, 2> bytes{7, 255};
+  const std::array<std::int64_t, 1> step{123456789012LL};
+  stoke::save_safetensors(root / "safetensors" / "tensors.safetensors",
+                          {{"weight", stoke::make_tensor_view<float>(weights, {2, 3})},
+                           {"flags", stoke::make_tensor_view<bool>(flags, {3})},
+                           {"bytes", stoke::make_tensor_view<std::uint8_t>(bytes, {2})},
+                           {"step", stoke::make_tensor_view<std::int64_t>(step, {})}},
+                          {{"epoch", "3"}});
+
+  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, IndexBatcher>(IndexBatcher{})
+                    .batch_size(4)
+                    .shuffle(stoke::fuzz::seed_loader_seed)
+                    .pad()
+                    .build_batch_loader(stoke::fuzz::SeedDataset{});
+  std::ofstream(root / "loader_state" / "fresh.json") << stoke::to_json(loader.state()).dump();
+  stoke::LoaderState middle;
+  {
+    auto range = loader.iter();
+    auto it = range.begin();
+    ++it;
+    middle = loader.state();
+  }
+  std::ofstream(root / "loader_state" / "middle.json") << stoke::to_json(middle).dump();
+
+  const std::array<float, stoke::fuzz::seed_parameters> parameters{1.0F, 2.0F, 3.0F};
+  const std::array<float, 2> optimizer_state{0.5F, 0.25F};
+  stoke::TrainingProgress progress{1, 12, middle, {1.5, 3, 8}};
+  stoke::save_checkpoint(root / "checkpoint" / "checkpoint.safetensors", stoke::fuzz::SeedModel{},
+                         parameters, optimizer_state, progress);
+  return 0;
+}
