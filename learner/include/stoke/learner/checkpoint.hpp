@@ -8,9 +8,7 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <cstdint>
 #include <filesystem>
-#include <limits>
 #include <map>
 #include <span>
 #include <string>
@@ -48,14 +46,9 @@ namespace detail {
 /// too (v1's covered the tensor data only, so an edited epoch loaded silently).
 inline constexpr const char* kCheckpointFormat = "stoke.checkpoint.v2";
 
-/// CRC-32 over `bytes`, continuing `crc`, in pieces zlib's `uInt` can count.
+/// CRC-32 over `bytes`, continuing `crc`.
 inline uLong crc32_of(uLong crc, std::span<const std::byte> bytes) {
-  constexpr std::size_t piece = std::size_t{1} << 30U;
-  for (std::size_t at = 0; at < bytes.size(); at += piece) {
-    const std::size_t n = std::min(piece, bytes.size() - at);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(bytes.data() + at), static_cast<uInt>(n));
-  }
-  return crc;
+  return crc32_z(crc, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size());
 }
 
 /// CRC-32 of the "training" metadata text, then of every tensor in name order: its name,
@@ -172,14 +165,12 @@ Checkpoint load_checkpoint(const std::filesystem::path& path, const M& model,
   }
   const std::string where = "checkpoint '" + path.string() + "' \"training\" metadata";
   const detail::JsonFields fields(training, where);
-  constexpr std::uint64_t most = std::numeric_limits<std::size_t>::max();
-  checkpoint.progress.epoch = static_cast<std::size_t>(fields.count("epoch", most));
-  checkpoint.progress.global_step = static_cast<std::size_t>(fields.count("global_step", most));
+  checkpoint.progress.epoch = fields.size("epoch");
+  checkpoint.progress.global_step = fields.size("global_step");
   checkpoint.progress.loader = loader_state_from_json(fields.at("loader"), where + " \"loader\"");
   const detail::JsonFields sums(fields.at("epoch_sums"), where + " \"epoch_sums\"");
-  checkpoint.progress.epoch_sums = {sums.finite("loss_sum"),
-                                    static_cast<std::size_t>(sums.count("correct", most)),
-                                    static_cast<std::size_t>(sums.count("count", most))};
+  checkpoint.progress.epoch_sums = {sums.finite("loss_sum"), sums.size("correct"),
+                                    sums.size("count")};
   return checkpoint;
 }
 

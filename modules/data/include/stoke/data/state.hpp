@@ -5,7 +5,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <optional>
 #include <string>
 
@@ -60,11 +59,9 @@ inline LoaderState loader_state_from_json(const nlohmann::json& json,
                      detail::json_excerpt(fields.at("format")) + ", expected \"" +
                      loader_state_format + "\"");
   }
-  const auto size = [&](const char* name) {
-    return static_cast<std::size_t>(fields.count(name, std::numeric_limits<std::size_t>::max()));
-  };
-  LoaderState state{fields.count("seed"), size("epoch"),          size("consumed"),
-                    size("dataset_size"), fields.flag("shuffle"), fields.flag("shard_aware")};
+  LoaderState state{fields.count("seed"),    fields.size("epoch"),
+                    fields.size("consumed"), fields.size("dataset_size"),
+                    fields.flag("shuffle"),  fields.flag("shard_aware")};
   const nlohmann::json& remainder = fields.at("remainder");
   const auto policy =
       remainder.is_string() ? remainder_named(remainder.get<std::string>()) : std::nullopt;

@@ -6,6 +6,7 @@
 /// described, not printed).
 
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -53,6 +54,11 @@ class JsonFields {
     const auto number = value.get<std::uint64_t>();
     if (number > max) bad(name, value, "is above " + std::to_string(max));
     return number;
+  }
+
+  /// Field `name` as a count that fits `std::size_t`.
+  [[nodiscard]] std::size_t size(std::string_view name) const {
+    return static_cast<std::size_t>(count(name, std::numeric_limits<std::size_t>::max()));
   }
 
   /// Field `name` as `true` or `false`.

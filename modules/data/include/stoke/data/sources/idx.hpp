@@ -17,7 +17,6 @@
 #include <filesystem>
 #include <limits>
 #include <memory>
-#include <optional>
 #include <span>
 #include <string>
 #include <system_error>
@@ -38,6 +37,11 @@ inline constexpr std::uint8_t idx_unsigned_byte = 0x08;
 /// `'path'`, for error messages.
 inline std::string idx_quoted(const std::filesystem::path& path) {
   return "'" + path.string() + "'";
+}
+
+/// Throws `InputError` "stoke: IDX file '<path>': <what>".
+[[noreturn]] inline void idx_fail(const std::filesystem::path& path, const std::string& what) {
+  throw InputError("stoke: IDX file " + idx_quoted(path) + ": " + what);
 }
 
 /// `0x` and two hex digits per byte.
@@ -98,9 +102,7 @@ struct IdxHeader {
 /// space are refused.
 inline IdxHeader parse_idx_header(std::span<const std::uint8_t> bytes,
                                   const std::filesystem::path& path, const std::string& where) {
-  const auto fail = [&](const std::string& what) {
-    throw InputError("stoke: IDX file " + idx_quoted(path) + ": " + what);
-  };
+  const auto fail = [&](const std::string& what) { idx_fail(path, what); };
   const std::string size_text = std::to_string(bytes.size());
   if (bytes.size() < 4) {
     fail("truncated header: " + size_text +
@@ -152,9 +154,7 @@ inline IdxHeader parse_idx_header(std::span<const std::uint8_t> bytes,
 /// data `header` declares.
 inline void check_idx_data(const IdxHeader& header, std::size_t total_size,
                            const std::filesystem::path& path, const std::string& where) {
-  const auto fail = [&](const std::string& what) {
-    throw InputError("stoke: IDX file " + idx_quoted(path) + ": " + what);
-  };
+  const auto fail = [&](const std::string& what) { idx_fail(path, what); };
   const std::size_t present = total_size - header.data_offset;
   const std::string expected_end = std::to_string(header.end());
   if (present < header.data_size) {
@@ -262,11 +262,10 @@ inline std::vector<std::uint8_t> gunzip_idx(std::span<const std::uint8_t> compre
   const IdxHeader header = parse_idx_header(out, path, where);
   inflater.fill(out, header.end() + 1);
   if (out.size() > header.end()) {
-    throw InputError("stoke: IDX file " + idx_quoted(path) +
-                     ": unexpected bytes after the data: the header (dimensions " + header.shape +
-                     ") declares " + std::to_string(header.data_size) +
-                     " data bytes, ending at offset " + std::to_string(header.end()) + where +
-                     ", but the data goes on (decompression stopped there)");
+    idx_fail(path, "unexpected bytes after the data: the header (dimensions " + header.shape +
+                       ") declares " + std::to_string(header.data_size) +
+                       " data bytes, ending at offset " + std::to_string(header.end()) + where +
+                       ", but the data goes on (decompression stopped there)");
   }
   return out;
 }
