@@ -53,6 +53,7 @@ using stoke::Staged;
 using stoke::stager_t;
 using stoke::StagingBackend;
 using stoke::StateError;
+using stoke::TimeoutError;
 using stoke::UsageError;
 }  // namespace stoke
 // --8<-- [end:wrapper]

@@ -1,6 +1,7 @@
 # cmake -DRANKS=<r,r,...> -DMESSAGE=<regex> -P expect_job_failure.cmake -- <command>...
-# Runs the command (an mpirun job) and succeeds only when it exits non-zero and each rank in
-# RANKS printed a line "stoke: rank R of N: ..." matching MESSAGE.
+# Runs the command (an mpirun job) and succeeds only when it exits non-zero (by itself, within
+# 50 s) and each rank in RANKS printed a line "stoke: rank R of N: ..." matching MESSAGE. With
+# RANKS empty, the job's output (the launcher's report of a rank that died) must match MESSAGE.
 set(command "")
 set(after_separator FALSE)
 math(EXPR last "${CMAKE_ARGC} - 1")
@@ -23,6 +24,13 @@ if(result EQUAL 0)
 endif()
 if(NOT result MATCHES "^[0-9]+$")
   message(FATAL_ERROR "expect_job_failure: the job did not exit by itself: ${result}")
+endif()
+if(RANKS STREQUAL "")
+  if(NOT output MATCHES "${MESSAGE}")
+    message(FATAL_ERROR "expect_job_failure: the job's output does not say '${MESSAGE}'")
+  endif()
+  message(STATUS "expect_job_failure: the job failed (exit code ${result}) saying '${MESSAGE}'")
+  return()
 endif()
 string(REPLACE "," ";" ranks "${RANKS}")
 foreach(rank IN LISTS ranks)

@@ -1,5 +1,6 @@
 // Under mpirun: rank 1's dataset fails in the middle of training. The job must stop on every
-// rank with that reason (MPI_Abort through run_rank), never hang.
+// rank with that reason (MPI_Abort through run_rank), never hang. With `--die 1`, rank 1 is
+// killed instead (SIGKILL, as by the OOM killer): the job must still end, naming rank 1.
 #include <cstddef>
 
 #include <stoke/dist/group_collective.hpp>
@@ -15,7 +16,10 @@ int main(int argc, char** argv) {
   return stoke::dist::run_rank(group, [&] {
     const std::size_t devices = stoke::testing::number_option(argc, argv, "--devices", 1);
     stoke::testing::ToyImages train(2000);
-    if (group.rank() == 1) train.fail_after_reads = 700;  // in the first epoch, mid-way
+    if (group.rank() == 1) {
+      train.fail_after_reads = 700;  // in the first epoch, mid-way
+      train.die_on_failure = stoke::testing::number_option(argc, argv, "--die", 0) != 0;
+    }
     const stoke::testing::ToyImages valid(64, 9);
     auto learner = stoke::testing::toy_learner(
         devices,

@@ -4,6 +4,7 @@
 /// distributed tests (the MPI programs and the in-process unit suite).
 
 #include <atomic>
+#include <csignal>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,13 +22,15 @@ constexpr std::size_t kToyPixels = 16;
 constexpr std::size_t kToyClasses = 4;
 
 /// Images whose pixels depend on their class plus noise: learnable, deterministic. Optionally
-/// counts the reads of every index (`seen`) and fails once `fail_after_reads` were made.
+/// counts the reads of every index (`seen`) and fails once `fail_after_reads` were made (throws,
+/// or kills its process when `die_on_failure`).
 struct ToyImages {
   std::shared_ptr<const std::vector<std::uint8_t>> pixels;
   std::shared_ptr<const std::vector<std::uint32_t>> labels;
   std::shared_ptr<std::vector<std::atomic<std::uint64_t>>> seen;  ///< reads per index, if set
   std::shared_ptr<std::atomic<std::size_t>> reads = std::make_shared<std::atomic<std::size_t>>(0);
   std::size_t fail_after_reads = SIZE_MAX;  ///< the read after this many throws
+  bool die_on_failure = false;  ///< that read kills the process (SIGKILL), as the OOM killer does
 
   explicit ToyImages(std::size_t count, std::uint64_t seed = 1) {
     auto bytes = std::make_shared<std::vector<std::uint8_t>>(count * kToyPixels);
@@ -49,6 +52,7 @@ struct ToyImages {
   [[nodiscard]] std::size_t size() const { return labels->size(); }
   [[nodiscard]] LabeledImage get(std::size_t i) const {
     if (reads->fetch_add(1) >= fail_after_reads) {
+      if (die_on_failure) ::raise(SIGKILL);
       throw std::runtime_error("sample " + std::to_string(i) + " is unreadable (injected failure)");
     }
     if (seen) (*seen)[i].fetch_add(1);

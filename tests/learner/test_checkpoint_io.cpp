@@ -23,6 +23,7 @@
 #include <stoke/learner/checkpoint.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
 #include <stoke/learner/io/safetensors.hpp>
+#include <stoke/learner/metrics.hpp>
 
 #include "stoke_test_files.hpp"
 
@@ -111,6 +112,29 @@ TEST(AtomicWrite, FailedRenameThrowsAndRemovesTheTemporary) {
       [&] { stoke::write_file_atomically(dir / "ckpt", std::string_view("x")); });
   EXPECT_THAT(message, AllOf(HasSubstr("rename"), HasSubstr((dir / "ckpt").string())));
   EXPECT_EQ(dir.entries(), (std::vector<std::string>{"ckpt"}));
+}
+
+TEST(AtomicWrite, AFullDiskThrowsNamingTheFileAndKeepsTheOldContent) {
+  TempDir dir;
+  write_text(dir / "ckpt", "old");
+  const std::string big(64 * 1024, 'x');
+  std::string message;
+  {
+    const stoke::testing::FileSizeLimit full(4096);  // the write fails at 4 KiB
+    message = message_of<stoke::Error>(
+        [&] { stoke::write_file_atomically(dir / "ckpt", std::string_view(big)); });
+  }
+  EXPECT_THAT(message,
+              AllOf(HasSubstr((dir / "ckpt").string() + ".tmp."), HasSubstr("File too large")));
+  EXPECT_EQ(read_text(dir / "ckpt"), "old");
+  EXPECT_EQ(dir.entries(), (std::vector<std::string>{"ckpt"}));
+}
+
+TEST(MetricsCsv, AFullDiskThrowsNamingTheLogAndTheEpoch) {
+  stoke::MetricsCsv csv("/dev/full", false);  // every write to /dev/full fails with ENOSPC
+  const auto message = message_of<stoke::Error>([&] { csv.write({.epoch = 3}); });
+  EXPECT_THAT(message, AllOf(HasSubstr("epoch 3"), HasSubstr("'/dev/full'"),
+                             HasSubstr("No space left on device")));
 }
 
 // ---------------------------------------------------------------- safetensors

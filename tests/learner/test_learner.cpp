@@ -8,11 +8,13 @@
 #include <fstream>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
 
+#include "stoke_test_files.hpp"
 #include "toy_images.hpp"
 
 namespace {
@@ -194,6 +196,41 @@ TEST(Learner, ALeftoverTemporaryFileDoesNotHideTheLastGoodCheckpoint) {
   EXPECT_TRUE(after.resumed);
   EXPECT_EQ(after.epochs.size(), 1u);
   std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, AFullDiskWhileCheckpointingStopsTrainingAndKeepsTheLastCheckpoint) {
+  const ToyImages train(200), valid(50, 9);
+  const auto dir = fresh_directory("full");
+  auto first = make_learner(1, {.epochs = 1, .checkpoint_dir = dir});
+  (void)first.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  const auto path = dir / "checkpoint.safetensors";
+  {
+    // The next checkpoint cannot be written whole, as on a disk with half of it free.
+    const stoke::testing::FileSizeLimit full(std::filesystem::file_size(path) / 2);
+    auto second = make_learner(1, {.epochs = 2, .checkpoint_dir = dir, .resume = true});
+    EXPECT_THAT([&] { (void)second.fit(loader_for(train, 8, 4), valid_loader_for(valid)); },
+                ::testing::ThrowsMessage<stoke::Error>(::testing::AllOf(
+                    ::testing::HasSubstr(path.string()), ::testing::HasSubstr("File too large"))));
+  }
+  std::vector<std::string> entries;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    entries.push_back(entry.path().filename().string());
+  }
+  EXPECT_EQ(entries, std::vector<std::string>{"checkpoint.safetensors"});
+  auto third = make_learner(1, {.epochs = 2, .checkpoint_dir = dir, .resume = true});
+  const auto after = third.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  EXPECT_TRUE(after.resumed);  // from the checkpoint of epoch 1, which the failure kept
+  EXPECT_EQ(after.epochs.size(), 1u);
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, AFullDiskForTheMetricsLogStopsTrainingNamingIt) {
+  const ToyImages train(200), valid(50, 9);
+  auto learner = make_learner(2, {.epochs = 2, .metrics_csv = "/dev/full"});
+  EXPECT_THAT(
+      [&] { (void)learner.fit(loader_for(train, 8, 4), valid_loader_for(valid)); },
+      ::testing::ThrowsMessage<stoke::Error>(::testing::AllOf(
+          ::testing::HasSubstr("'/dev/full'"), ::testing::HasSubstr("No space left on device"))));
 }
 
 TEST(Learner, RefusesATruncatedOrCorruptCheckpointNamingTheFile) {

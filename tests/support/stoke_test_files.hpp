@@ -4,7 +4,10 @@
 /// expected exception.
 
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <unistd.h>
+
+#include <csignal>
 
 #include <algorithm>
 #include <atomic>
@@ -28,6 +31,29 @@ std::string message_of(Fn&& fn) {
   ADD_FAILURE() << "expected an exception";
   return {};
 }
+
+/// While it lives, no file of this process may grow beyond `bytes`: a write past it fails with
+/// `EFBIG` (`SIGXFSZ` is ignored meanwhile), as a write to a full disk fails with `ENOSPC`.
+class FileSizeLimit {
+ public:
+  explicit FileSizeLimit(std::size_t bytes) {
+    ::getrlimit(RLIMIT_FSIZE, &saved_);
+    previous_handler_ = std::signal(SIGXFSZ, SIG_IGN);
+    rlimit limit = saved_;
+    limit.rlim_cur = static_cast<rlim_t>(bytes);
+    EXPECT_EQ(::setrlimit(RLIMIT_FSIZE, &limit), 0) << "could not limit the file size";
+  }
+  FileSizeLimit(const FileSizeLimit&) = delete;
+  FileSizeLimit& operator=(const FileSizeLimit&) = delete;
+  ~FileSizeLimit() {
+    ::setrlimit(RLIMIT_FSIZE, &saved_);
+    std::signal(SIGXFSZ, previous_handler_);
+  }
+
+ private:
+  rlimit saved_{};
+  void (*previous_handler_)(int) = nullptr;
+};
 
 /// A directory of its own for one test, removed with everything in it afterwards.
 class TempDir {

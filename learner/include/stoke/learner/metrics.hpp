@@ -4,12 +4,14 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstddef>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <fmt/format.h>
@@ -45,9 +47,11 @@ class MetricsCsv {
     header_written_ = has_lines;
   }
 
-  /// Writes the line of `metrics`.
+  /// Writes the line of `metrics` and flushes it; throws `stoke::Error` naming the log and the
+  /// system's reason when the line cannot be written (a full disk).
   void write(const EpochMetrics& metrics) {
     if (path_.empty()) return;
+    errno = 0;
     if (!header_written_) {
       out_ << "epoch,train_loss,train_accuracy,valid_loss,valid_accuracy,samples_per_second,"
               "seconds,learning_rate";
@@ -62,6 +66,12 @@ class MetricsCsv {
     for (const double wait : metrics.wait_seconds) out_ << fmt::format(",{:.4f}", wait);
     out_ << '\n';
     out_.flush();
+    if (!out_) {
+      const int error = errno;
+      throw Error("stoke: cannot write epoch " + std::to_string(metrics.epoch) +
+                  " to the metrics log '" + path_.string() + "': " +
+                  (error != 0 ? std::generic_category().message(error) : "the write failed"));
+    }
   }
 
  private:

@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// stoke's exception types: one base carrying the source location; misuse of the API
-/// (`UsageError`, `StateError`), bad input (`InputError`) and failed samples (`DataError`).
+/// (`UsageError`, `StateError`), bad input (`InputError`), failed samples (`DataError`) and
+/// batches that hang (`TimeoutError`).
 ///
 /// Every exception stoke raises derives from `stoke::Error` (the backends and process groups
 /// add their own: `vulkan::DeviceError`, `cuda::DeviceError`, `dist::GroupError`), so one
@@ -23,6 +24,7 @@
 #include <source_location>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 namespace stoke {
 
@@ -91,6 +93,26 @@ class DataError : public Error, public std::nested_exception {
            " (epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step) + ", " +
            c.worker + ", device " + c.device + "): " + cause;
   }
+  DataErrorContext context_;
+};
+
+/// A batch that was not ready within the loader's `batch_timeout`: a `get` or `batch` that does
+/// not return (a stalled network file system, a deadlock in user code).
+///
+/// `context()` names the thread that is stuck and what it is doing: its stage (`"get"`,
+/// `"get_many"`, `"batch"`), the dataset index it reads (for `"batch"` and `"get_many"`, the
+/// batch's first index), the epoch, step and device of the batch the consumer waits for.
+/// `what()` says the same, with every busy worker and how long it has been busy.
+class TimeoutError : public Error {
+ public:
+  /// A timeout at `context`, with the whole report in `message`.
+  TimeoutError(DataErrorContext context, const std::string& message)
+      : Error(message), context_(std::move(context)) {}
+
+  /// The stuck thread and the batch waited for.
+  [[nodiscard]] const DataErrorContext& context() const noexcept { return context_; }
+
+ private:
   DataErrorContext context_;
 };
 

@@ -2,6 +2,7 @@
 /// @file
 /// `DataLoaderBuilder`: the fluent way to configure and build a loader.
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <utility>
@@ -57,6 +58,16 @@ class DataLoaderBuilder {
   DataLoaderBuilder& queue_depth(std::size_t depth) {
     if (depth == 0) throw UsageError("stoke: queue depth must be at least 1");
     options_.queue_depth = depth;
+    return *this;
+  }
+  /// Bounds the consumer's wait for one batch of the worker threads (at least 1 ms): a batch
+  /// not ready by then throws a `TimeoutError` naming the worker, its stage (`get`, `batch`) and
+  /// the dataset index it is stuck at. A worker still stuck when the loader is dropped is
+  /// detached after one more timeout, not joined. Needs `num_workers >= 1`: a loader that makes
+  /// batches in the caller's thread cannot time itself out.
+  DataLoaderBuilder& batch_timeout(std::chrono::milliseconds timeout) {
+    if (timeout.count() <= 0) throw UsageError("stoke: batch_timeout must be at least 1 ms");
+    options_.batch_timeout = timeout;
     return *this;
   }
   /// The device batches are made for (default: the backend's default device value).

@@ -25,7 +25,8 @@ namespace stoke {
 /// - Quick to start: with a `ChunkedBatcher`, the batch the consumer waits for with nothing
 ///   buffered (the first of an epoch) is filled by the workers and the consumer together.
 /// - Errors reach the consumer: a failed `get` or `batch` is rethrown by the iterator as a
-///   `DataError` naming the dataset index, the worker and the device.
+///   `DataError` naming the dataset index, the worker and the device; with a `batch_timeout`,
+///   a batch that hangs ends in a `TimeoutError` naming the stuck worker and index.
 /// With `num_workers == 0` batches are made in the caller's thread, as by `BatchLoader`.
 template <Dataset S, class T, Backend B>
 class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, S, T, B> {
@@ -55,7 +56,8 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
   [[nodiscard]] BatchRange<batch_type> iter() {
     if (this->options().num_workers == 0) return this->iter_in_caller();
     if (!pool_) {
-      pool_ = std::make_shared<Pool>(this->options().num_workers, this->options().queue_depth);
+      pool_ = std::make_shared<Pool>(this->options().num_workers, this->options().queue_depth,
+                                     this->options().batch_timeout);
     }
     // A few chunks per thread that can fill them (the workers and the consumer), so that a
     // thread descheduled in the middle of a chunk holds back little of the batch.

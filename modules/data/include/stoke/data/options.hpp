@@ -2,6 +2,7 @@
 /// @file
 /// `LoaderOptions`: how a loader batches, orders and prefetches (set through the builder).
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 
@@ -18,6 +19,9 @@ struct LoaderOptions {
   Remainder remainder = Remainder::partial;  ///< what happens to the samples left over
   std::size_t num_workers = 1;               ///< worker threads (multithread loader; 0: caller)
   std::size_t queue_depth = 2;  ///< host batches made ahead of the consumer, per loader
+  /// How long the consumer waits for one batch of the worker threads before it throws a
+  /// `TimeoutError` naming the stuck worker and dataset index (zero: without bound).
+  std::chrono::milliseconds batch_timeout{0};
 };
 
 }  // namespace stoke

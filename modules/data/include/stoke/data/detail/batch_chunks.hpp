@@ -16,6 +16,7 @@
 #include <stoke/data/batch.hpp>
 #include <stoke/data/detail/step_chunks.hpp>
 #include <stoke/data/detail/thread_names.hpp>
+#include <stoke/data/detail/worker_activity.hpp>
 #include <stoke/data/sample_context.hpp>
 
 namespace stoke::detail {
@@ -46,6 +47,7 @@ class BatchChunks final : public StepChunks<Batch<Output>> {
     const std::size_t last = rows * (chunk + 1) / chunks_;
     const SampleContext context{seed_, where_.epoch, indices_, std::nullopt};
     const SampleContextScope scope(context);
+    note_activity(WorkerActivity::Stage::batch, first < indices_.size() ? indices_[first] : 0);
     try {
       pending_.fill(first, last);
     } catch (...) {

@@ -23,6 +23,7 @@
 #include <stoke/data/detail/loader_source.hpp>
 #include <stoke/data/detail/step_chunks.hpp>
 #include <stoke/data/detail/thread_names.hpp>
+#include <stoke/data/detail/worker_activity.hpp>
 #include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/sample_context.hpp>
 
@@ -60,12 +61,22 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
     StepItems read = read_step(step, thread);
     const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
     const SampleContextScope scope(context);
+    note_activity(WorkerActivity::Stage::batch, first_index(read));
     try {
       return batch_type{source_->batcher().batch(std::move(read.items), device_), layout_.epoch,
                         epoch_step(step), read.padding, std::move(read.indices)};
     } catch (...) {
-      fail(step, read.indices.empty() ? 0 : read.indices.front(), "batch", thread);
+      fail(step, first_index(read), "batch", thread);
     }
+  }
+
+  [[nodiscard]] DataErrorContext where(std::size_t step) const override {
+    const std::size_t first =
+        step < layout_.num_batches ? order_(plan_.locate(layout_, step * plan_.batch_size())) : 0;
+    return DataErrorContext{.epoch = layout_.epoch,
+                            .step = epoch_step(step),
+                            .index = first,
+                            .device = device_name(device_)};
   }
 
   [[nodiscard]] bool makes_chunks() const noexcept override {
@@ -81,6 +92,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
       const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
       const SampleContextScope scope(context);
       using Pending = decltype(source_->batcher().begin_batch(std::move(read.items), device_));
+      note_activity(WorkerActivity::Stage::batch, first_index(read));
       try {
         return std::make_shared<BatchChunks<batch_output_t<T, B, item_type>, Pending>>(
             source_->batcher().begin_batch(std::move(read.items), device_), max_chunks_,
@@ -88,7 +100,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
                              device_name(device_)},
             seed_, std::move(read.indices), read.padding);
       } catch (...) {
-        fail(step, read.indices.empty() ? 0 : read.indices.front(), "batch", thread);
+        fail(step, first_index(read), "batch", thread);
       }
     } else {
       return StepMaker<batch_type>::open(step, thread);
@@ -122,6 +134,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
     items.reserve(count);
     const S& dataset = source_->dataset();
     if constexpr (requires { dataset.get_many(std::span<const std::size_t>(indices), items); }) {
+      note_activity(WorkerActivity::Stage::get_many, count == 0 ? 0 : indices.front());
       try {
         dataset.get_many(std::span<const std::size_t>(indices), items);
       } catch (...) {
@@ -130,6 +143,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
     } else {
       for (std::size_t i = 0; i < count; ++i) {
         context.item = i;
+        note_activity(WorkerActivity::Stage::get, indices[i]);
         try {
           items.push_back(dataset.get(indices[i]));
         } catch (...) {
@@ -139,6 +153,11 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
       context.item.reset();
     }
     return read;
+  }
+
+  /// The dataset index of the first item of `read` (0 for none).
+  [[nodiscard]] static std::size_t first_index(const StepItems& read) noexcept {
+    return read.indices.empty() ? 0 : read.indices.front();
   }
 
   /// The epoch's step of this loader's batch `step` (see `first_step_`).

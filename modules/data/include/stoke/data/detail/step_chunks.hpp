@@ -6,6 +6,8 @@
 #include <cstddef>
 #include <memory>
 
+#include <stoke/core/error.hpp>
+
 namespace stoke::detail {
 
 /// A step made in chunks, on several threads at once: `make_chunk(k, who)` once for every chunk
@@ -35,6 +37,11 @@ class StepMaker {
   virtual Value make(std::size_t step, std::size_t worker) const = 0;
   /// Whether `open` makes steps in chunks (else the pool makes every step whole).
   [[nodiscard]] virtual bool makes_chunks() const noexcept { return false; }
+  /// Where `step` is in errors: its epoch, the loader's step, its first dataset index and its
+  /// device (stage and worker left empty).
+  [[nodiscard]] virtual DataErrorContext where(std::size_t step) const {
+    return DataErrorContext{.step = step};
+  }
   /// Prepares `step` to be made in chunks; `worker` says which thread runs it.
   virtual std::shared_ptr<StepChunks<Value>> open(std::size_t step, std::size_t worker) const {
     (void)step;

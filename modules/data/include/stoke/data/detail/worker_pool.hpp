@@ -11,16 +11,21 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/detail/step_chunks.hpp>
 #include <stoke/data/detail/thread_names.hpp>
+#include <stoke/data/detail/worker_activity.hpp>
 
 namespace stoke::detail {
 
-/// Threads that make the batches of one epoch at a time, delivered in step order.
+/// The state and the logic of a `WorkerPool`: threads that make the batches of one epoch at a
+/// time, delivered in step order. Its threads share it (`run`), so that a thread left stuck in a
+/// `get` that never returns touches no freed memory.
 ///
 /// Workers claim steps in increasing order but only up to `depth` steps ahead of the
 /// consumer, so at most `depth` finished batches wait (plus the one the consumer holds).
@@ -31,40 +36,54 @@ namespace stoke::detail {
 /// A consumer that finds its batch not ready yet spins briefly before it sleeps, when recent
 /// waits were short (small batches): a sleep and a wake-up cost more than such a wait.
 ///
-/// When the epoch's `StepMaker` makes chunks, the step the consumer needs next (the head), when a
-/// worker claims it while nothing is buffered (the start of an epoch, or after a stall), is made in
-/// chunks
-/// (`StepChunks`) to reach the consumer sooner:
+/// When the epoch's `StepMaker` makes chunks, the step the consumer needs next (the head), when
+/// a worker claims it while nothing is buffered (the start of an epoch, or after a stall), is
+/// made in chunks (`StepChunks`) to reach the consumer sooner:
 /// - the workers and the waiting consumer take chunks until none are left, at most one
 ///   thread per processor at once; the other workers wait rather than start later steps;
 /// - whoever makes the last chunk finishes the step. A consumer that does has its value
 ///   without a wake-up; a worker that does, while the consumer sleeps, waits (briefly) for
 ///   the consumer to take it before it goes on, leaving it a processor.
 /// Other steps are made whole by `StepMaker::make`.
+///
+/// With a batch timeout, a consumer that waits longer than that for one step throws a
+/// `TimeoutError` naming every busy worker, its stage and the dataset index it reads.
 template <class Value>
-class WorkerPool {
+class WorkerPoolCore {
  public:
   /// The `worker` argument of a chunk the consumer makes in its own thread.
   static constexpr std::size_t consumer = consumer_thread;
 
-  /// Spawns `workers` threads (at least one) with a window of `depth` (at least one) steps.
-  WorkerPool(std::size_t workers, std::size_t depth) : slots_(depth == 0 ? 1 : depth) {
-    const std::size_t count = workers == 0 ? 1 : workers;
-    threads_.reserve(count);
-    for (std::size_t id = 0; id < count; ++id) threads_.emplace_back([this, id] { run(id); });
-  }
-  WorkerPool(const WorkerPool&) = delete;
-  WorkerPool& operator=(const WorkerPool&) = delete;
+  /// The state of `workers` threads (at least one) with a window of `depth` (at least one)
+  /// steps; `batch_timeout` (zero: none) bounds the consumer's wait for one step.
+  WorkerPoolCore(std::size_t workers, std::size_t depth, std::chrono::milliseconds batch_timeout)
+      : slots_(depth == 0 ? 1 : depth),
+        workers_(workers == 0 ? 1 : workers),
+        activities_(std::make_unique<WorkerActivity[]>(workers_.size())),
+        batch_timeout_(batch_timeout) {}
+  WorkerPoolCore(const WorkerPoolCore&) = delete;
+  WorkerPoolCore& operator=(const WorkerPoolCore&) = delete;
+  ~WorkerPoolCore() = default;
 
-  /// Stops the workers; a worker busy with a batch finishes it first, then all are joined.
-  ~WorkerPool() {
+  /// Tells the workers to stop once their current step is made; returns when to stop waiting
+  /// for them (never without a batch timeout).
+  std::chrono::steady_clock::time_point stop() {
     {
       std::lock_guard lock(mutex_);
       stop_ = true;
     }
     work_ready_.notify_all();
     taken_.notify_all();  // a worker handing the processor over stops waiting
-    for (auto& thread : threads_) thread.join();
+    if (batch_timeout_.count() == 0) return std::chrono::steady_clock::time_point::max();
+    return std::chrono::steady_clock::now() + batch_timeout_;
+  }
+
+  /// Waits until worker `id` has left `run`, or `deadline`; whether it has (a thread that has
+  /// not is stuck: it keeps this state alive until it returns).
+  bool wait_exit(std::size_t id, std::chrono::steady_clock::time_point deadline) {
+    if (deadline == std::chrono::steady_clock::time_point::max()) return true;  // join waits
+    std::unique_lock lock(mutex_);
+    return exited_.wait_until(lock, deadline, [&] { return workers_[id].exited; });
   }
 
   /// Starts an epoch of `num_steps` steps made by `maker` (in chunks, when it makes chunks and
@@ -104,11 +123,15 @@ class WorkerPool {
     const auto ready = [&] { return slot.has_value() || generation != generation_; };
     const auto can_help = [&] { return can_make_chunk() && open_->step == next_take_; };
     consumer_waiting_ = true;
+    const auto deadline = batch_timeout_.count() == 0
+                              ? std::chrono::steady_clock::time_point::max()
+                              : std::chrono::steady_clock::now() + batch_timeout_;
     while (!ready()) {
       if (can_help()) {
         make_open_chunk(lock, consumer);
-      } else {
-        wait_for_result(lock, [&] { return ready() || can_help(); });
+      } else if (!wait_for_result(lock, [&] { return ready() || can_help(); }, deadline)) {
+        consumer_waiting_ = false;
+        time_out(next_take_);
       }
     }
     consumer_waiting_ = false;
@@ -143,9 +166,107 @@ class WorkerPool {
   }
 
   /// Number of worker threads.
-  [[nodiscard]] std::size_t size() const noexcept { return threads_.size(); }
+  [[nodiscard]] std::size_t size() const noexcept { return workers_.size(); }
+
+  /// The loop of worker `id`, until `stop()`.
+  void run(std::size_t id) {
+    this_thread_activity = &activities_[id];
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      // While the head step is open, the workers that do not make its chunks wait: the
+      // consumer needs it first.
+      work_ready_.wait(lock, [&] {
+        return stop_ || can_make_chunk() || (!opening_ && !open_ && has_claimable_step());
+      });
+      if (stop_) break;
+      if (can_make_chunk()) {
+        const Busy busy(*this, id, open_->step);
+        make_open_chunk(lock, id);
+        continue;
+      }
+      const std::size_t step = next_claim_++;
+      const std::size_t generation = generation_;
+      const std::shared_ptr<const StepMaker<Value>> maker = maker_;
+      const Busy busy(*this, id, step);
+      if (maker->makes_chunks() && step == next_take_) {
+        opening_ = true;  // the others wait for its chunks rather than claim later steps
+        open_step(lock, step, generation, maker, id);
+        continue;
+      }
+      lock.unlock();
+      Result result;
+      try {
+        result.value.emplace(maker->make(step, id));
+      } catch (...) {
+        result.error = std::current_exception();
+      }
+      lock.lock();
+      deliver(step, generation, std::move(result));
+    }
+    workers_[id].exited = true;
+    exited_.notify_all();
+  }
 
  private:
+  /// What a worker thread is busy with (guarded by `mutex_`).
+  struct WorkerState {
+    bool busy = false;                              ///< making (a chunk of) a step
+    std::size_t step = 0;                           ///< which step
+    std::chrono::steady_clock::time_point since{};  ///< since when
+    bool exited = false;                            ///< it has left `run`
+  };
+
+  /// Marks worker `id` busy with `step` for its lifetime (`mutex_` held at both ends).
+  class Busy {
+   public:
+    Busy(WorkerPoolCore& pool, std::size_t id, std::size_t step) : state_(pool.workers_[id]) {
+      state_.busy = true;
+      state_.step = step;
+      state_.since = std::chrono::steady_clock::now();
+    }
+    Busy(const Busy&) = delete;
+    Busy& operator=(const Busy&) = delete;
+    ~Busy() { state_.busy = false; }
+
+   private:
+    WorkerState& state_;
+  };
+
+  /// Throws the `TimeoutError` of `step` (`mutex_` held): the worker making it, or the one busy
+  /// longest, is named as stuck; every busy worker is listed with its stage and index.
+  [[noreturn]] void time_out(std::size_t step) const {
+    const auto now = std::chrono::steady_clock::now();
+    DataErrorContext where = maker_ ? maker_->where(step) : DataErrorContext{.step = step};
+    std::string report = "stoke: batch timeout: step " + std::to_string(where.step) + " of epoch " +
+                         std::to_string(where.epoch) + " for device " + where.device +
+                         " was not ready within " + std::to_string(batch_timeout_.count()) + " ms";
+    // The stuck worker: the one making `step`, else the one busy longest.
+    const auto rank = [&](std::size_t id) {
+      return std::pair(workers_[id].step != step, workers_[id].since);
+    };
+    std::optional<std::size_t> stuck;
+    for (std::size_t id = 0; id < workers_.size(); ++id) {
+      const WorkerState& worker = workers_[id];
+      if (!worker.busy) continue;
+      if (!stuck || rank(id) < rank(*stuck)) stuck = id;
+      const auto busy_ms =
+          std::chrono::duration_cast<std::chrono::milliseconds>(now - worker.since).count();
+      const WorkerActivity& activity = activities_[id];
+      report += "; " + thread_name(id) + " has been in " + stage_name(activity.stage()) +
+                "(index " + std::to_string(activity.index()) + ") of step " +
+                std::to_string(maker_ ? maker_->where(worker.step).step : worker.step) + " for " +
+                std::to_string(busy_ms) + " ms";
+    }
+    if (stuck) {
+      where.stage = stage_name(activities_[*stuck].stage());
+      where.index = activities_[*stuck].index();
+      where.worker = thread_name(*stuck);
+    } else {
+      report += "; no worker is busy";
+    }
+    throw TimeoutError(std::move(where), report);
+  }
+
   struct Result {
     std::optional<Value> value;
     std::exception_ptr error;
@@ -168,13 +289,14 @@ class WorkerPool {
   /// How long a worker that finished a step made in chunks waits for the consumer to take it.
   static constexpr std::chrono::microseconds max_hand_over{2000};
 
-  /// Waits, `lock` held, until `ready()`: spins (lock released, yielding the processor) for
-  /// up to twice the last wait when that was short, then sleeps on `result_ready_`.
-  /// Remembers how long it waited.
+  /// Waits, `lock` held, until `ready()` or `give_up`: spins (lock released, yielding the
+  /// processor) for up to twice the last wait when that was short, then sleeps on
+  /// `result_ready_`. Remembers how long it waited; whether `ready()`.
   template <class Ready>
-  void wait_for_result(std::unique_lock<std::mutex>& lock, const Ready& ready) {
+  bool wait_for_result(std::unique_lock<std::mutex>& lock, const Ready& ready,
+                       std::chrono::steady_clock::time_point give_up) {
     const auto start = std::chrono::steady_clock::now();
-    const auto deadline = start + spin_budget_;
+    const auto deadline = std::min(start + spin_budget_, give_up);
     while (!ready() && std::chrono::steady_clock::now() < deadline) {
       const std::size_t seen = published_.load(std::memory_order_relaxed);
       lock.unlock();
@@ -184,10 +306,15 @@ class WorkerPool {
       }
       lock.lock();
     }
-    result_ready_.wait(lock, ready);
+    if (give_up == std::chrono::steady_clock::time_point::max()) {
+      result_ready_.wait(lock, ready);
+    } else if (!result_ready_.wait_until(lock, give_up, ready)) {
+      return false;
+    }
     const auto waited = std::chrono::steady_clock::now() - start;
     spin_budget_ = waited < max_spin ? std::min<std::chrono::nanoseconds>(2 * waited, max_spin)
                                      : std::chrono::nanoseconds::zero();
+    return true;
   }
 
   /// Marks that a result landed or the generation changed (a spinning consumer looks).
@@ -285,45 +412,15 @@ class WorkerPool {
     work_ready_.notify_all();  // idle workers can help, or claim later steps again
   }
 
-  void run(std::size_t id) {
-    std::unique_lock lock(mutex_);
-    for (;;) {
-      // While the head step is open, the workers that do not make its chunks wait: the
-      // consumer needs it first.
-      work_ready_.wait(lock, [&] {
-        return stop_ || can_make_chunk() || (!opening_ && !open_ && has_claimable_step());
-      });
-      if (stop_) return;
-      if (can_make_chunk()) {
-        make_open_chunk(lock, id);
-        continue;
-      }
-      const std::size_t step = next_claim_++;
-      const std::size_t generation = generation_;
-      const std::shared_ptr<const StepMaker<Value>> maker = maker_;
-      if (maker->makes_chunks() && step == next_take_) {
-        opening_ = true;  // the others wait for its chunks rather than claim later steps
-        open_step(lock, step, generation, maker, id);
-        continue;
-      }
-      lock.unlock();
-      Result result;
-      try {
-        result.value.emplace(maker->make(step, id));
-      } catch (...) {
-        result.error = std::current_exception();
-      }
-      lock.lock();
-      deliver(step, generation, std::move(result));
-    }
-  }
-
   std::mutex mutex_;
   std::condition_variable work_ready_;
   std::condition_variable result_ready_;
-  std::condition_variable taken_;  ///< the consumer took a step
+  std::condition_variable taken_;   ///< the consumer took a step
+  std::condition_variable exited_;  ///< a worker left `run`
   std::vector<std::optional<Result>> slots_;
-  std::vector<std::thread> threads_;
+  std::vector<WorkerState> workers_;
+  std::unique_ptr<WorkerActivity[]> activities_;   ///< what each worker reads, for `time_out`
+  std::chrono::milliseconds batch_timeout_;        ///< zero: the consumer waits without bound
   std::shared_ptr<const StepMaker<Value>> maker_;  ///< makes the current epoch's steps
   std::shared_ptr<OpenStep> open_;                 ///< the head step while it is made in chunks
   bool opening_ = false;                           ///< a worker is opening the head step
@@ -337,6 +434,61 @@ class WorkerPool {
   bool stop_ = false;
   std::atomic<std::size_t> published_ = 0;           ///< bumped by `publish()`
   std::chrono::nanoseconds spin_budget_ = max_spin;  ///< the consumer's next spin, at most
+};
+
+/// Threads that make the batches of one epoch at a time, delivered in step order (see
+/// `WorkerPoolCore`, which holds what they share).
+///
+/// Dropping the pool stops the workers: a worker busy with a step finishes it first, then all
+/// are joined. With a batch timeout, a worker still busy one timeout after the stop (stuck in a
+/// `get` that does not return) is detached instead: it holds the pool's state and the epoch's
+/// dataset until it returns, and ends with the process if it never does.
+template <class Value>
+class WorkerPool {
+ public:
+  /// The `worker` argument of a chunk the consumer makes in its own thread.
+  static constexpr std::size_t consumer = consumer_thread;
+
+  /// Spawns `workers` threads (at least one) with a window of `depth` (at least one) steps;
+  /// `take` waits at most `batch_timeout` for one step (zero: without bound).
+  WorkerPool(std::size_t workers, std::size_t depth,
+             std::chrono::milliseconds batch_timeout = std::chrono::milliseconds::zero())
+      : core_(std::make_shared<WorkerPoolCore<Value>>(workers, depth, batch_timeout)) {
+    threads_.reserve(core_->size());
+    for (std::size_t id = 0; id < core_->size(); ++id) {
+      threads_.emplace_back([core = core_, id] { core->run(id); });
+    }
+  }
+  WorkerPool(const WorkerPool&) = delete;
+  WorkerPool& operator=(const WorkerPool&) = delete;
+
+  /// Stops the workers and joins them (see the class comment for stuck workers).
+  ~WorkerPool() {
+    const auto deadline = core_->stop();
+    for (std::size_t id = 0; id < threads_.size(); ++id) {
+      if (core_->wait_exit(id, deadline)) {
+        threads_[id].join();
+      } else {
+        threads_[id].detach();
+      }
+    }
+  }
+
+  /// Starts an epoch of `num_steps` steps made by `maker`; returns its generation (see
+  /// `WorkerPoolCore::start`).
+  std::size_t start(std::size_t num_steps, std::shared_ptr<const StepMaker<Value>> maker) {
+    return core_->start(num_steps, std::move(maker));
+  }
+  /// The next value of epoch `generation` (see `WorkerPoolCore::take`).
+  std::optional<Value> take(std::size_t generation) { return core_->take(generation); }
+  /// Abandons epoch `generation` if it is still the current one.
+  void cancel(std::size_t generation) { core_->cancel(generation); }
+  /// Number of worker threads.
+  [[nodiscard]] std::size_t size() const noexcept { return core_->size(); }
+
+ private:
+  std::shared_ptr<WorkerPoolCore<Value>> core_;
+  std::vector<std::thread> threads_;
 };
 
 }  // namespace stoke::detail
