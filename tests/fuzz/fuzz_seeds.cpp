@@ -15,6 +15,7 @@
 #include <stoke/learner/io/safetensors.hpp>
 #include <stoke/stoke.hpp>
 
+#include "../support/npy_files.hpp"
 #include "fuzz_seed_model.hpp"
 
 namespace {
@@ -47,6 +48,16 @@ Bytes idx(const std::vector<std::uint32_t>& dims) {
   return out;
 }
 
+/// An npy file of `descr` and `shape` whose data bytes count up from 1.
+Bytes npy(const std::string& descr, const std::vector<std::size_t>& shape, std::size_t element,
+          int version = 1, std::size_t align = 64) {
+  std::size_t count = element;
+  for (const std::size_t d : shape) count *= d;
+  Bytes data(count);
+  for (std::size_t i = 0; i < count; ++i) data[i] = static_cast<std::uint8_t>(i + 1);
+  return stoke::testing::npy_file(stoke::testing::npy_header(descr, shape), data, version, align);
+}
+
 /// Indices as batches.
 struct IndexBatcher {
   std::vector<std::size_t> batch(std::vector<std::size_t> items, const stoke::cpu::Device&) const {
@@ -62,7 +73,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path root = argv[1];
-  for (const char* harness : {"idx", "mmap_records", "safetensors", "checkpoint", "loader_state"}) {
+  for (const char* harness :
+       {"idx", "mmap_records", "safetensors", "checkpoint", "loader_state", "npy", "npz"}) {
     std::filesystem::create_directories(root / harness);
   }
 
@@ -71,6 +83,24 @@ int main(int argc, char** argv) {
   write(root / "idx" / "empty.idx", idx({7, 0}));
   write_gzip(root / "idx" / "labels.idx.gz", idx({5}));
   write_gzip(root / "idx" / "images.idx.gz", idx({2, 3, 4}));
+
+  write(root / "npy" / "float32.npy", npy("<f4", {3, 2}, 4));
+  write(root / "npy" / "uint8.npy", npy("|u1", {5}, 1));
+  write(root / "npy" / "bool.npy", npy("|b1", {2, 2}, 1, 2));
+  write(root / "npy" / "int64_v3.npy", npy("<i8", {2}, 8, 3));
+  write(root / "npy" / "float64_unaligned.npy", npy("<f8", {1, 2}, 8, 1, 0));
+  write(root / "npy" / "empty.npy", npy("<u2", {0, 3}, 2));
+
+  using stoke::testing::zip_file;
+  write(root / "npz" / "savez.npz", zip_file({{.name = "x.npy", .content = npy("<f4", {2, 2}, 4)},
+                                              {.name = "y.npy", .content = npy("|u1", {3}, 1)}}));
+  write(root / "npz" / "savez_compressed.npz",
+        zip_file({{.name = "x.npy", .content = npy("<i4", {4}, 4), .deflate = true},
+                  {.name = "y.npy", .content = npy("<f8", {1}, 8), .deflate = true}}));
+  write(root / "npz" / "zip64.npz",
+        zip_file({{.name = "x.npy", .content = npy("<u2", {2}, 2), .padding = 6},
+                  {.name = "y.npy", .content = npy("<i2", {3}, 2), .deflate = true}},
+                 true));
 
   write(root / "mmap_records" / "four_byte_records", {4, 1, 2, 3, 4, 5, 6, 7, 8});
   write(root / "mmap_records" / "one_byte_records", {1, 9, 8, 7});

@@ -27,6 +27,7 @@
 #include <stoke/core/error.hpp>
 #include <stoke/data/detail/dataset_view.hpp>
 #include <stoke/data/labeled_image.hpp>
+#include <stoke/data/sources/detail/bounded_inflate.hpp>
 
 namespace stoke {
 namespace detail {
@@ -193,21 +194,9 @@ class GzipInflater {
   /// fewer). Throws `InputError` naming the compressed offset when the stream is corrupt or
   /// truncated, or when bytes that are no gzip member follow its last member.
   void fill(std::vector<std::uint8_t>& out, std::size_t want) {
-    constexpr std::size_t chunk = std::size_t{1} << 20U;
     while (!ended_ && out.size() < want) {
-      const std::size_t filled = out.size();
       // Grows by doubling up to what is asked: never more memory than the data declared.
-      const std::size_t room =
-          std::min({want - filled, std::max<std::size_t>(filled, std::size_t{1} << 16U), chunk});
-      out.resize(filled + room);
-      stream_.next_in = const_cast<Bytef*>(compressed_.data() + consumed_);
-      stream_.avail_in = static_cast<uInt>(std::min(compressed_.size() - consumed_, chunk));
-      stream_.next_out = out.data() + filled;
-      stream_.avail_out = static_cast<uInt>(room);
-      const uInt in_before = stream_.avail_in;
-      const int result = inflate(&stream_, Z_NO_FLUSH);
-      out.resize(filled + room - stream_.avail_out);
-      consumed_ += in_before - stream_.avail_in;
+      const int result = inflate_some(stream_, std::as_bytes(compressed_), consumed_, out, want);
       if (result == Z_STREAM_END) {
         next_member();
       } else if (result == Z_BUF_ERROR && consumed_ == compressed_.size()) {

@@ -1,0 +1,207 @@
+#pragma once
+/// @file
+/// numpy's `.npz` files (zip archives of `.npy` arrays, from `np.savez` and
+/// `np.savez_compressed`): `npz_members` (the array names) and `load_npz` (one array).
+
+#include <zlib.h>
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <cstdio>
+#include <filesystem>
+#include <initializer_list>
+#include <limits>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <stoke/core/error.hpp>
+#include <stoke/data/sources/array_shard.hpp>
+#include <stoke/data/sources/detail/npy_header.hpp>
+#include <stoke/data/sources/detail/zip_reader.hpp>
+#include <stoke/data/sources/mmap_records.hpp>
+
+namespace stoke {
+namespace detail {
+
+/// A mapped `.npz` file and its central directory.
+struct MappedNpz {
+  std::shared_ptr<const FileMapping> mapping;
+  ZipDirectory directory;
+};
+
+/// Maps `path` and reads its central directory.
+inline MappedNpz map_npz(const std::filesystem::path& path) {
+  auto mapping = std::make_shared<const FileMapping>(path);
+  ZipDirectory directory = read_zip_directory(mapping->bytes(), "npz file " + quoted_path(path));
+  return {std::move(mapping), std::move(directory)};
+}
+
+/// The array name of a member ending in ".npy", or "" for another member.
+inline std::string_view npz_array_name(std::string_view member) {
+  constexpr std::string_view suffix = ".npy";
+  if (member.size() <= suffix.size() || !member.ends_with(suffix)) return {};
+  return member.substr(0, member.size() - suffix.size());
+}
+
+/// "0x" and 8 hex digits.
+inline std::string crc_hex(std::uint32_t crc) {
+  char text[11];
+  std::snprintf(text, sizeof text, "0x%08x", crc);
+  return text;
+}
+
+/// Checks the CRC-32 of the member `label` (`parts` together) against `entry`'s.
+inline void check_zip_crc(const ZipEntry& entry,
+                          std::initializer_list<std::span<const std::byte>> parts,
+                          const std::string& label) {
+  uLong crc = crc32_z(0, nullptr, 0);
+  for (const auto part : parts) {
+    crc = crc32_z(crc, reinterpret_cast<const Bytef*>(part.data()), part.size());
+  }
+  if (crc != entry.crc) {
+    zip_fail(label, "CRC-32 mismatch: its data has " + crc_hex(static_cast<std::uint32_t>(crc)) +
+                        ", its central directory record at offset " +
+                        std::to_string(entry.record_offset) + " says " + crc_hex(entry.crc));
+  }
+}
+
+/// A stored member: read in place when its data is aligned for its dtype, else copied (and
+/// then checked against its CRC-32, since every byte is read anyway).
+inline ArrayShard npz_stored(const MappedNpz& npz, const ZipEntry& entry, const ZipData& data,
+                             const NpySource& source, std::filesystem::path shard_path) {
+  if (entry.compressed_size != entry.uncompressed_size) {
+    source.fail("a stored member whose sizes differ: " + std::to_string(entry.compressed_size) +
+                " stored, " + std::to_string(entry.uncompressed_size) +
+                " uncompressed (central directory record at offset " +
+                std::to_string(entry.record_offset) + ")");
+  }
+  NpyLayout layout = parse_npy_layout(data.bytes, source);
+  check_npy_data(layout, data.bytes.size(), source, "the member");
+  const auto payload = data.bytes.subspan(layout.data_offset, layout.data_size);
+  if (reinterpret_cast<std::uintptr_t>(payload.data()) % dtype_size(layout.info.dtype) == 0) {
+    return {std::move(shard_path), std::move(layout.info), payload, npz.mapping};
+  }
+  check_zip_crc(entry, {data.bytes}, source.name);
+  return {std::move(shard_path), std::move(layout.info),
+          std::vector<std::byte>(payload.begin(), payload.end())};
+}
+
+/// A deflated member, inflated only as far as its npy header declares (and one byte more, to
+/// see that nothing follows), then checked against its sizes and its CRC-32.
+inline ArrayShard npz_deflated(const ZipEntry& entry, const ZipData& data, const NpySource& source,
+                               std::filesystem::path shard_path) {
+  ZipInflater inflater(data.bytes, source.name, data.offset);
+  std::vector<std::byte> head;
+  inflater.fill(head, npy_preamble_size);
+  inflater.fill(head, parse_npy_preamble(head, source).data_offset);
+  NpyLayout layout = parse_npy_layout(head, source);
+  // The directory's uncompressed size must be exactly what the header declares.
+  const std::string record =
+      "its central directory record at offset " + std::to_string(entry.record_offset);
+  if (entry.uncompressed_size < layout.data_offset) {
+    source.fail("its header ends at offset " + std::to_string(layout.data_offset) +
+                " of the member, but " + record + " says it holds " +
+                std::to_string(entry.uncompressed_size) + " uncompressed bytes");
+  }
+  check_npy_data(layout, static_cast<std::size_t>(entry.uncompressed_size), source,
+                 "the member, as " + record + " says,");
+  // Deflate inflates at most 1032 bytes per byte: reserve no more than the stream can give.
+  const std::size_t most = data.bytes.size() > (std::size_t{1} << 52U)
+                               ? std::numeric_limits<std::size_t>::max()
+                               : data.bytes.size() * 1032 + 65536;
+  std::vector<std::byte> values;
+  values.reserve(std::min(layout.data_size + 1, most));
+  values.assign(head.begin() + static_cast<std::ptrdiff_t>(layout.data_offset), head.end());
+  head.resize(layout.data_offset);
+  inflater.fill(values, layout.data_size + 1);
+  if (values.size() != layout.data_size) {
+    const bool more = values.size() > layout.data_size;
+    source.fail("its deflate data inflates to " + std::string(more ? "more than " : "") +
+                std::to_string(layout.data_offset + std::min(values.size(), layout.data_size)) +
+                " bytes, but its header and " + record + " say " +
+                std::to_string(entry.uncompressed_size) +
+                (more ? " (inflating stopped there)" : ""));
+  }
+  if (inflater.consumed() != data.bytes.size()) {
+    source.fail(std::to_string(data.bytes.size() - inflater.consumed()) +
+                " stored bytes follow the end of its deflate stream at offset " +
+                std::to_string(data.offset + inflater.consumed()));
+  }
+  check_zip_crc(entry, {head, values}, source.name);
+  return {std::move(shard_path), std::move(layout.info), std::move(values)};
+}
+
+}  // namespace detail
+
+/// The names of the arrays in the `.npz` file `path`: its members whose names end in ".npy",
+/// without it, in the order of its central directory (other members are left out). Throws
+/// `InputError` naming the file and the offset when it is missing, not a regular file, not a
+/// zip file, a multi-disk archive, or its central directory (zip64 included) is truncated or
+/// corrupt.
+inline std::vector<std::string> npz_members(const std::filesystem::path& path) {
+  std::vector<std::string> names;
+  for (const auto& entry : detail::map_npz(path).directory.entries) {
+    if (const auto name = detail::npz_array_name(entry.name); !name.empty()) {
+      names.emplace_back(name);
+    }
+  }
+  return names;
+}
+
+/// The array `name` (the member `name.npy`, or `name` itself) of the `.npz` file `path`. A
+/// stored member (`np.savez`) is used in place, in a mapping of the file, when its data is
+/// aligned for its element type, and copied otherwise; a deflated one (`np.savez_compressed`)
+/// is inflated only as far as its npy header declares. The shard's path is `path / member`.
+/// Throws `InputError` naming the file, the member and the offset when the file is refused as
+/// by `npz_members`; there is no such member (listing the arrays there are); the member is
+/// encrypted, compressed by another method than deflate, truncated, or not a valid npy array
+/// (see `read_npy_info`); its sizes disagree with its central directory record; or its CRC-32
+/// does not match (checked where the member is inflated or copied: a stored member read in
+/// place is not read at all until its rows are).
+inline ArrayShard load_npz(const std::filesystem::path& path, const std::string& name) {
+  const detail::MappedNpz npz = detail::map_npz(path);
+  const auto& entries = npz.directory.entries;
+  auto found = std::find_if(entries.rbegin(), entries.rend(),
+                            [&](const auto& e) { return e.name == name + ".npy"; });
+  if (found == entries.rend()) {
+    found = std::find_if(entries.rbegin(), entries.rend(),
+                         [&](const auto& e) { return e.name == name; });
+  }
+  if (found == entries.rend()) {
+    std::string arrays;
+    for (const auto& entry : entries) {
+      if (const auto array = detail::npz_array_name(entry.name); !array.empty()) {
+        arrays += (arrays.empty() ? "'" : ", '") + std::string(array) + "'";
+      }
+    }
+    throw InputError("stoke: npz file " + detail::quoted_path(path) + " has no array '" + name +
+                     "' (no member '" + name + ".npy' in its central directory at offset " +
+                     std::to_string(npz.directory.offset) +
+                     "); its arrays: " + (arrays.empty() ? "none" : arrays));
+  }
+  const detail::ZipEntry& entry = *found;
+  const std::string label =
+      "npz file " + detail::quoted_path(path) + ", member '" + entry.name + "'";
+  const std::string record =
+      " (central directory record at offset " + std::to_string(entry.record_offset) + ")";
+  if ((entry.flags & 1U) != 0) {
+    detail::zip_fail(label, "encrypted" + record + "; stoke reads unencrypted members");
+  }
+  if (entry.method != 0 && entry.method != Z_DEFLATED) {
+    detail::zip_fail(label, "compression method " + std::to_string(entry.method) + record +
+                                "; stoke reads stored (0) and deflate (8) members");
+  }
+  const detail::ZipData data =
+      detail::zip_member_data(npz.mapping->bytes(), npz.directory.offset, entry, label);
+  const detail::NpySource source{label + " (data at offset " + std::to_string(data.offset) + ")",
+                                 " of the member"};
+  if (entry.method == 0) return detail::npz_stored(npz, entry, data, source, path / entry.name);
+  return detail::npz_deflated(entry, data, source, path / entry.name);
+}
+
+}  // namespace stoke

@@ -1,0 +1,308 @@
+// Tests of the .npz reader: npz_members and load_npz, on archives numpy wrote (np.savez,
+// np.savez_compressed) and on zip archives made wrong by hand.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stoke/core/error.hpp>
+#include <stoke/data/sources/npz.hpp>
+
+#include "npy_files.hpp"
+#include "numpy_fixture.hpp"
+#include "stoke_test_files.hpp"
+
+namespace {
+
+using stoke::ArrayInfo;
+using stoke::DType;
+using stoke::testing::FileBytes;
+using stoke::testing::message_of;
+using stoke::testing::npy_file;
+using stoke::testing::npy_header;
+using stoke::testing::TempDir;
+using stoke::testing::zip_file;
+using stoke::testing::ZipMember;
+using testing::AllOf;
+using testing::ElementsAre;
+using testing::HasSubstr;
+
+std::filesystem::path write(const TempDir& dir, const std::string& name, const FileBytes& bytes) {
+  return dir.write(name, std::vector<std::byte>(
+                             reinterpret_cast<const std::byte*>(bytes.data()),
+                             reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size()));
+}
+
+/// A float32 npy file of `count` values of the formula (128 header bytes, then the data).
+FileBytes float_npy(std::size_t count) {
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = stoke::testing::numpy_value<float>(i);
+  return npy_file(npy_header("<f4", {count}), stoke::testing::le_bytes(values));
+}
+
+/// The offset of the central directory of a zip without a comment (from its end record).
+std::size_t directory_offset(const FileBytes& zip) {
+  const std::size_t at = zip.size() - 22 + 16;
+  return zip[at] | zip[at + 1] << 8U | zip[at + 2] << 16U | std::size_t{zip[at + 3]} << 24U;
+}
+
+void patch32(FileBytes& bytes, std::size_t at, std::uint32_t value) {
+  for (int i = 0; i < 4; ++i) bytes[at + i] = static_cast<std::uint8_t>(value >> (8 * i));
+}
+
+/// The InputError of `load_npz(path, name)`, which must name the file.
+std::string refusal(const std::filesystem::path& path, const std::string& name = "a") {
+  const std::string message =
+      message_of<stoke::InputError>([&] { (void)stoke::load_npz(path, name); });
+  EXPECT_THAT(message, HasSubstr("npz file '" + path.string() + "'"));
+  return message;
+}
+
+const std::vector<std::string> numpy_arrays{
+    "bool",   "uint8", "int8",    "uint16",  "int16",      "uint32",     "int32",
+    "uint64", "int64", "float32", "float64", "float32_4d", "float64_1d", "empty"};
+
+// Archives numpy wrote.
+using NpzFromNumpy = stoke::testing::NumpyFiles;
+
+void expect_numpy_arrays(const std::filesystem::path& path) {
+  using stoke::testing::expect_numpy_array;
+  const auto load = [&](const std::string& name) { return stoke::load_npz(path, name); };
+  expect_numpy_array<bool>(load("bool"), {5, 3});
+  expect_numpy_array<std::uint8_t>(load("uint8"), {5, 3});
+  expect_numpy_array<std::int8_t>(load("int8"), {5, 3});
+  expect_numpy_array<std::uint16_t>(load("uint16"), {5, 3});
+  expect_numpy_array<std::int16_t>(load("int16"), {5, 3});
+  expect_numpy_array<std::uint32_t>(load("uint32"), {5, 3});
+  expect_numpy_array<std::int32_t>(load("int32"), {5, 3});
+  expect_numpy_array<std::uint64_t>(load("uint64"), {5, 3});
+  expect_numpy_array<std::int64_t>(load("int64"), {5, 3});
+  expect_numpy_array<float>(load("float32"), {5, 3});
+  expect_numpy_array<double>(load("float64"), {5, 3});
+  expect_numpy_array<float>(load("float32_4d"), {2, 3, 4, 5});
+  expect_numpy_array<double>(load("float64_1d"), {7});
+  expect_numpy_array<float>(load("empty"), {0, 4});
+}
+
+TEST_F(NpzFromNumpy, ListsTheArraysInTheOrderNumpyWroteThem) {
+  EXPECT_EQ(stoke::npz_members(file("stored.npz")), numpy_arrays);
+  std::vector<std::string> compressed = numpy_arrays;
+  compressed.insert(compressed.end(), {"large", "zeros"});
+  EXPECT_EQ(stoke::npz_members(file("compressed.npz")), compressed);
+  EXPECT_THAT(stoke::npz_members(file("positional.npz")), ElementsAre("arr_0", "arr_1"));
+}
+
+TEST_F(NpzFromNumpy, LoadsEveryArrayOfSavez) {
+  expect_numpy_arrays(file("stored.npz"));
+}
+
+TEST_F(NpzFromNumpy, LoadsEveryArrayOfSavezCompressed) {
+  expect_numpy_arrays(file("compressed.npz"));
+  stoke::testing::expect_numpy_array<float>(stoke::load_npz(file("compressed.npz"), "large"),
+                                            {300000, 4});
+  const stoke::ArrayShard zeros = stoke::load_npz(file("compressed.npz"), "zeros");
+  ASSERT_EQ(zeros.info(), (ArrayInfo{DType::f64, {1U << 20U}}));
+  for (const double x : zeros.values<double>(0, zeros.rows())) ASSERT_EQ(x, 0.0);
+}
+
+TEST_F(NpzFromNumpy, NamesAShardByTheArchiveAndTheMember) {
+  const stoke::ArrayShard shard = stoke::load_npz(file("positional.npz"), "arr_1");
+  EXPECT_EQ(shard.path(), file("positional.npz") / "arr_1.npy");
+  stoke::testing::expect_numpy_array<double>(shard, {3});
+  // The member's own name works too.
+  EXPECT_EQ(stoke::load_npz(file("positional.npz"), "arr_0.npy").info(),
+            (ArrayInfo{DType::i16, {2, 2}}));
+}
+
+TEST_F(NpzFromNumpy, RefusesAMissingArrayListingTheOnesThereAre) {
+  EXPECT_THAT(refusal(file("positional.npz"), "weights"),
+              AllOf(HasSubstr("no array 'weights'"), HasSubstr("central directory at offset"),
+                    HasSubstr("its arrays: 'arr_0', 'arr_1'")));
+}
+
+TEST_F(NpzFromNumpy, Refuses0dMembersButReadsTheOthers) {
+  EXPECT_THAT(refusal(file("with_scalar.npz"), "scalar"),
+              AllOf(HasSubstr("member 'scalar.npy'"), HasSubstr("0-d array")));
+  stoke::testing::expect_numpy_array<float>(stoke::load_npz(file("with_scalar.npz"), "row"),
+                                            {1, 2});
+}
+
+// Archives made by hand.
+
+TEST(NpzFile, ReadsAnAlignedStoredMemberInPlace) {
+  const TempDir dir;
+  // The data starts at 30 + 5 (name) + 5 (padding) + 128 (npy header) = 168, aligned for float.
+  const auto path =
+      write(dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(4), .padding = 5}}));
+  const stoke::ArrayShard shard = stoke::load_npz(path, "a");
+  stoke::testing::expect_numpy_array<float>(shard, {4});
+  const float changed = 9.5F;
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::pwrite(fd, &changed, sizeof changed, 168 + 4), 4);
+  ::close(fd);
+  EXPECT_EQ(shard.values<float>(0, 4)[1], changed) << "the shard does not view the file";
+}
+
+TEST(NpzFile, CopiesAnUnalignedStoredMemberCheckingItsCrc) {
+  const TempDir dir;
+  // The data starts at 30 + 5 + 128 = 163: copied, so its CRC-32 is checked.
+  const auto path = write(dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(4)}}));
+  stoke::testing::expect_numpy_array<float>(stoke::load_npz(path, "a"), {4});
+  const auto bad = write(dir, "b.npz",
+                         zip_file({{.name = "a.npy", .content = float_npy(4), .wrong_crc = true}}));
+  EXPECT_THAT(refusal(bad), AllOf(HasSubstr("member 'a.npy'"), HasSubstr("CRC-32 mismatch"),
+                                  HasSubstr("central directory record at offset 179")));
+}
+
+TEST(NpzFile, ReadsZip64Archives) {
+  const TempDir dir;
+  const auto path = write(dir, "a.npz",
+                          zip_file({{.name = "s.npy", .content = float_npy(3)},
+                                    {.name = "d.npy", .content = float_npy(5), .deflate = true}},
+                                   true));
+  EXPECT_THAT(stoke::npz_members(path), ElementsAre("s", "d"));
+  stoke::testing::expect_numpy_array<float>(stoke::load_npz(path, "s"), {3});
+  stoke::testing::expect_numpy_array<float>(stoke::load_npz(path, "d"), {5});
+}
+
+TEST(NpzFile, ListsOnlyMembersThatAreNpyArrays) {
+  const TempDir dir;
+  const auto path = write(dir, "a.npz",
+                          zip_file({{.name = "readme.txt", .content = {'h', 'i'}},
+                                    {.name = "x.npy", .content = float_npy(1)},
+                                    {.name = ".npy", .content = {}}}));
+  EXPECT_THAT(stoke::npz_members(path), ElementsAre("x"));
+}
+
+TEST(NpzFile, InflatesADeflatedMemberOnlyAsFarAsItsHeaderDeclares) {
+  const TempDir dir;
+  // 16 MiB of zeros follow the 144 bytes the header declares; the directory agrees with it.
+  FileBytes content = float_npy(4);
+  content.resize(content.size() + (std::size_t{16} << 20U));
+  const auto path = write(dir, "a.npz",
+                          zip_file({{.name = "a.npy",
+                                     .content = content,
+                                     .deflate = true,
+                                     .usize_delta = -(std::int64_t{16} << 20)}}));
+  EXPECT_THAT(refusal(path),
+              AllOf(HasSubstr("member 'a.npy'"), HasSubstr("inflates to more than 144 bytes"),
+                    HasSubstr("inflating stopped there")));
+}
+
+TEST(NpzFile, RefusesADeflatedMemberWhoseSizesOrCrcDisagree) {
+  const TempDir dir;
+  const auto longer = write(
+      dir, "a.npz",
+      zip_file({{.name = "a.npy", .content = float_npy(4), .deflate = true, .usize_delta = 4}}));
+  EXPECT_THAT(refusal(longer), AllOf(HasSubstr("4 unexpected bytes after the data"),
+                                     HasSubstr("ends at offset 148 of the member")));
+  const auto crc = write(
+      dir, "b.npz",
+      zip_file({{.name = "a.npy", .content = float_npy(4), .deflate = true, .wrong_crc = true}}));
+  EXPECT_THAT(refusal(crc), HasSubstr("CRC-32 mismatch"));
+  const auto trailing = write(
+      dir, "c.npz",
+      zip_file(
+          {{.name = "a.npy", .content = float_npy(4), .deflate = true, .trailing = {1, 2, 3}}}));
+  EXPECT_THAT(refusal(trailing), HasSubstr("3 stored bytes follow the end of its deflate stream"));
+}
+
+TEST(NpzFile, RefusesCorruptOrTruncatedDeflateData) {
+  const TempDir dir;
+  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(4), .deflate = true}});
+  zip[35] = 0xFF;  // the first block of the stream: reserved block type 3
+  EXPECT_THAT(refusal(write(dir, "a.npz", zip)),
+              AllOf(HasSubstr("member 'a.npy'"), HasSubstr("corrupt deflate data at offset 36")));
+  FileBytes cut = stoke::testing::raw_deflate(float_npy(4));
+  cut.resize(cut.size() - 4);
+  const auto truncated =
+      write(dir, "b.npz",
+            zip_file({{.name = "a.npy",
+                       .content = cut,
+                       .method = 8,
+                       .usize_delta = 144 - static_cast<std::int64_t>(cut.size())}}));
+  EXPECT_THAT(refusal(truncated), HasSubstr("end before the deflate stream does (truncated)"));
+}
+
+TEST(NpzFile, RefusesEncryptedMembersAndOtherMethods) {
+  const TempDir dir;
+  const auto encrypted =
+      write(dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .flags = 1}}));
+  EXPECT_THAT(refusal(encrypted), AllOf(HasSubstr("member 'a.npy': encrypted"),
+                                        HasSubstr("central directory record at offset 167")));
+  const auto bzip2 =
+      write(dir, "b.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .method = 12}}));
+  EXPECT_THAT(refusal(bzip2),
+              AllOf(HasSubstr("compression method 12"), HasSubstr("stored (0) and deflate (8)")));
+}
+
+TEST(NpzFile, RefusesAMemberThatIsNotAValidNpyArray) {
+  const TempDir dir;
+  const auto path =
+      write(dir, "a.npz", zip_file({{.name = "a.npy", .content = {'h', 'e', 'l', 'l', 'o', '!'}}}));
+  EXPECT_THAT(refusal(path),
+              AllOf(HasSubstr("member 'a.npy'"), HasSubstr("wrong magic string 0x68656c6c6f21"),
+                    HasSubstr("(data at offset 35): not an npy array"),
+                    HasSubstr("at offset 0 of the member")));
+  FileBytes big_endian = float_npy(2);
+  big_endian[21] = '>';  // the descr '<f4' starts at offset 20
+  const auto other =
+      write(dir, "b.npz", zip_file({{.name = "a.npy", .content = big_endian, .deflate = true}}));
+  EXPECT_THAT(refusal(other), HasSubstr("big-endian dtype '>f4' at offset 20 of the member"));
+}
+
+TEST(NpzFile, RefusesFilesThatAreNotZipArchives) {
+  const TempDir dir;
+  EXPECT_THAT(refusal(write(dir, "a.npz", {})), HasSubstr("not a zip file: 0 bytes"));
+  EXPECT_THAT(refusal(write(dir, "b.npz", float_npy(40))),
+              HasSubstr("no end of central directory record"));
+  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(1)}});
+  zip.pop_back();
+  EXPECT_THAT(refusal(write(dir, "c.npz", zip)), HasSubstr("no end of central directory record"));
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::npz_members(dir / "d.npz"); }),
+              AllOf(HasSubstr(dir.path().string()), HasSubstr("No such file")));
+}
+
+TEST(NpzFile, RefusesATruncatedDirectoryOrMember) {
+  const TempDir dir;
+  const FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(2)}});
+  const FileBytes headless(zip.begin() + 10, zip.end());
+  EXPECT_THAT(refusal(write(dir, "a.npz", headless)),
+              AllOf(HasSubstr("truncated: the central directory"), HasSubstr("at offset 171")));
+  FileBytes member = zip;
+  patch32(member, directory_offset(zip) + 20, 1000);  // the stored size
+  patch32(member, directory_offset(zip) + 24, 1000);
+  EXPECT_THAT(refusal(write(dir, "b.npz", member)),
+              AllOf(HasSubstr("member 'a.npy'"), HasSubstr("truncated: its 1000 stored bytes"),
+                    HasSubstr("local header at offset 0")));
+  FileBytes far = zip;
+  patch32(far, directory_offset(zip) + 42, 500);  // the local header's offset
+  EXPECT_THAT(refusal(write(dir, "c.npz", far)), HasSubstr("no local header at offset 500"));
+}
+
+TEST(NpzFile, RefusesInconsistentRecords) {
+  const TempDir dir;
+  const auto renamed = write(
+      dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .local_name = "b.npy"}}));
+  EXPECT_THAT(refusal(renamed), HasSubstr("its local header at offset 0 names 'b.npy'"));
+  const auto sizes =
+      write(dir, "b.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .usize_delta = 1}}));
+  EXPECT_THAT(refusal(sizes), HasSubstr("a stored member whose sizes differ"));
+  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(1)}});
+  FileBytes no_extra = zip;
+  patch32(no_extra, directory_offset(zip) + 20, 0xFFFFFFFFU);
+  EXPECT_THAT(refusal(write(dir, "c.npz", no_extra)), HasSubstr("holds no complete zip64 field"));
+  FileBytes no_locator = zip;
+  patch32(no_locator, zip.size() - 6, 0xFFFFFFFFU);
+  EXPECT_THAT(refusal(write(dir, "d.npz", no_locator)),
+              HasSubstr("marks zip64 values but no zip64 locator precedes it"));
+}
+
+}  // namespace
