@@ -82,6 +82,7 @@ using stoke::LabeledImage;
 using stoke::loader_backend;
 using stoke::loader_backend_t;
 using stoke::loader_state_format;
+using stoke::loader_state_format_v2;
 using stoke::loader_state_from_json;
 using stoke::LoaderOptions;
 using stoke::LoaderState;
@@ -92,14 +93,24 @@ using stoke::PositionSlice;
 using stoke::prefetch_to_device;
 using stoke::PrefetchLoader;
 using stoke::rank_part;
+using stoke::RankSplit;
 using stoke::Remainder;
 using stoke::remainder_name;
 using stoke::remainder_named;
+using stoke::ResumePoint;
 using stoke::sample_rng;
 using stoke::SampleContext;
 using stoke::SampleItemScope;
+using stoke::shard_runs;
+using stoke::ShardAssignment;
+using stoke::ShardCache;
+using stoke::ShardCacheOptions;
+using stoke::ShardCacheStats;
 using stoke::ShardedDataset;
 using stoke::ShardedEpochOrder;
+using stoke::ShardPrefetching;
+using stoke::ShardRanks;
+using stoke::ShardRun;
 using stoke::ShardTable;
 using stoke::split;
 using stoke::split_state;
@@ -112,11 +123,32 @@ using stoke::UploadHostBytes;
 
 // Dataset sources.
 export namespace stoke {
+using stoke::ArrayDataset;
+using stoke::ArrayFileFormat;
+using stoke::ArrayInfo;
+using stoke::ArrayRow;
+using stoke::ArrayShard;
+using stoke::DType;
+using stoke::dtype_name;
+using stoke::dtype_of;
+using stoke::dtype_size;
+using stoke::files_matching;
 using stoke::IdxArray;
 using stoke::IdxClassificationDataset;
 using stoke::InMemoryDataset;
+using stoke::load_npy;
+using stoke::load_npy_rows;
+using stoke::load_npz;
 using stoke::MmapRecordDataset;
+using stoke::npy_descr;
+using stoke::npy_format;
+using stoke::npy_max_header;
+using stoke::NpyDataset;
+using stoke::npz_members;
 using stoke::read_idx;
+using stoke::read_npy_info;
+using stoke::save_npy;
+using stoke::ShardedArrays;
 }  // namespace stoke
 
 // Dataset transforms and their pipe: `dataset | stoke::map(f) | stoke::partial(0, 100)`.

@@ -15,6 +15,8 @@
 #include <stoke/data/order.hpp>
 #include <stoke/data/prefetch.hpp>
 #include <stoke/data/sample_context.hpp>
+#include <stoke/data/shard_cache.hpp>
+#include <stoke/data/shard_ranks.hpp>
 #include <stoke/data/sharded_order.hpp>
 #include <stoke/data/sources.hpp>
 #include <stoke/data/split.hpp>

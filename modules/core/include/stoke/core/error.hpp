@@ -69,9 +69,9 @@ struct DataErrorContext {
   std::size_t epoch = 0;  ///< the epoch being loaded
   std::size_t step = 0;   ///< the batch's step within the loader's epoch
   std::size_t index = 0;  ///< the dataset index being read, or the batch's first index
-  std::string stage;      ///< `"get"` (reading the sample) or `"batch"` (the batcher)
-  std::string worker;     ///< `"caller"`, `"worker N"` or `"consumer"` (a part it filled)
-  std::string device;     ///< the device the batch was for
+  std::string stage{};    ///< `"get"` (reading the sample) or `"batch"` (the batcher)
+  std::string worker{};   ///< `"caller"`, `"worker N"` or `"consumer"` (a part it filled)
+  std::string device{};   ///< the device the batch was for
 };
 
 /// An exception from `Dataset::get` or `Batcher::batch`, rethrown in the consumer's thread.

@@ -7,8 +7,11 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <limits>
+#include <memory>
 #include <numeric>
+#include <optional>
 #include <span>
 #include <string>
 #include <variant>
@@ -16,6 +19,8 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/remainder.hpp>
+#include <stoke/data/shard_ranks.hpp>
+#include <stoke/data/sharded_order.hpp>
 
 namespace stoke {
 
@@ -31,14 +36,36 @@ struct SplitPart {
   std::size_t index = 0;
 };
 
+/// This loader is rank `index` of `count` ranks that each take whole shards (see `shard_part`).
+struct ShardRanks {
+  std::size_t count = 1;
+  std::size_t index = 0;
+};
+
 namespace detail {
+/// A narrowing of a plan: a slice or a part of the sequence before it.
+using Narrowing = std::variant<PositionSlice, SplitPart>;
+
 /// How `EpochPlan::locate` maps a loader's positions back through its narrowings.
 struct NarrowingTrace {
   std::size_t sequence_length = 0;          ///< positions after all narrowings, before batching
   std::vector<std::size_t> parent_lengths;  ///< length of the parent of each narrowing
   std::vector<std::size_t> slice_begins;    ///< clamped begin of each slice (0 for parts)
+  /// Under `ShardRanks`: this rank's sequence of the epoch's positions (else none).
+  std::shared_ptr<const RankSequence> ranks;
+  /// Under `ShardRanks` after a restore onto other ranks: the narrowings in force (the ranks'
+  /// interleaved part first); else none, and the plan's own apply.
+  std::shared_ptr<const std::vector<Narrowing>> narrowings;
+  std::size_t rank_longest = 0;  ///< under `ShardRanks`: the longest rank's positions left
 };
 }  // namespace detail
+
+/// Where a state resumes an epoch (see `LoaderState`).
+struct ResumePoint {
+  std::size_t consumed = 0;       ///< positions of the epoch (or of the ranks' leftovers) consumed
+  std::size_t shard_ranks = 0;    ///< ranks of the shard assignment in force (0: interleaved)
+  std::size_t rank_consumed = 0;  ///< positions of each rank's own sequence consumed
+};
 
 /// The shape of one epoch of one loader: what `loader.layout(epoch)` reports.
 struct EpochLayout {
@@ -94,10 +121,69 @@ class EpochPlan {
     narrowings_.emplace_back(SplitPart{count, index});
   }
 
+  /// Makes this plan rank `index` of `count` ranks that each take whole shards of every
+  /// epoch (see `ShardAssignment`), dealt from the shard-aware order of `table` under `seed`;
+  /// must come before any other narrowing. Devices and workers then split the rank's sequence
+  /// as usual, and every rank has the same number of batches (padding or dropping within the
+  /// rank's own shards).
+  void add_shard_ranks(std::size_t count, std::size_t index,
+                       std::shared_ptr<const ShardTable> table, std::uint64_t seed) {
+    if (count == 0 || index >= count) {
+      throw UsageError("stoke: rank " + std::to_string(index) + " of " + std::to_string(count) +
+                       " does not exist");
+    }
+    if (!table) {
+      throw UsageError(
+          "stoke: the shard rank split needs a shard-aware order: build the loader with "
+          "shuffle_shards(seed) over a dataset with shard_begins()");
+    }
+    if (shard_ranks_ || !narrowings_.empty()) {
+      throw UsageError(
+          "stoke: the shard rank split must be a loader's first split (ranks, then devices)");
+    }
+    if (remainder_ == Remainder::partial) {
+      throw UsageError(
+          "stoke: splitting needs Remainder::drop or Remainder::pad, so that every rank runs "
+          "the same number of batches (the loader was built with Remainder::partial)");
+    }
+    shard_ranks_ = ShardRanks{count, index};
+    shard_table_ = std::move(table);
+    shard_seed_ = seed;
+  }
+
   /// In `epoch`, start the epoch's sequence at `offset` (the positions before it were consumed).
   void resume_at(std::size_t epoch, std::size_t offset) noexcept {
+    resume_at(epoch, ResumePoint{.consumed = offset});
+  }
+  /// In `epoch`, resume at `point`.
+  void resume_at(std::size_t epoch, const ResumePoint& point) noexcept {
     resume_epoch_ = epoch;
-    resume_offset_ = offset;
+    resume_offset_ = point.consumed;
+    resume_shard_ranks_ = point.shard_ranks;
+    resume_rank_consumed_ = point.rank_consumed;
+  }
+
+  /// The shard rank split of this plan, if it has one.
+  [[nodiscard]] const std::optional<ShardRanks>& shard_ranks() const noexcept {
+    return shard_ranks_;
+  }
+
+  /// Where `delivered` batches of every part of the split into the epoch of `layout` leave it:
+  /// what a state records; `std::nullopt` when only padding is left.
+  [[nodiscard]] std::optional<ResumePoint> resume_point(const EpochLayout& layout,
+                                                        std::size_t delivered) const {
+    const std::size_t taken = delivered * batch_size_ * part_count(layout);
+    const std::size_t at = layout.offset + taken;
+    if (!shard_ranks_) {
+      if (at >= dataset_size_) return std::nullopt;
+      return ResumePoint{.consumed = at};
+    }
+    if (layout.trace.narrowings) {  // the ranks' leftovers, interleaved
+      if (at >= layout.trace.ranks->length()) return std::nullopt;
+      return ResumePoint{at, resume_shard_ranks_, resume_rank_consumed_};
+    }
+    if (at >= layout.offset + layout.trace.rank_longest) return std::nullopt;
+    return ResumePoint{.consumed = 0, .shard_ranks = shard_ranks_->count, .rank_consumed = at};
   }
 
   [[nodiscard]] std::size_t dataset_size() const noexcept { return dataset_size_; }
@@ -107,6 +193,17 @@ class EpochPlan {
   [[nodiscard]] std::size_t part_count() const noexcept {
     std::size_t parts = 1;
     for (const auto& narrowing : narrowings_) {
+      if (const auto* part = std::get_if<SplitPart>(&narrowing)) parts *= part->count;
+    }
+    return parts;
+  }
+
+  /// The product of the counts of the parts in force in `layout` (after a restore onto other
+  /// ranks, the ranks' interleaved part counts too).
+  [[nodiscard]] std::size_t part_count(const EpochLayout& layout) const noexcept {
+    if (!layout.trace.narrowings) return part_count();
+    std::size_t parts = 1;
+    for (const auto& narrowing : *layout.trace.narrowings) {
       if (const auto* part = std::get_if<SplitPart>(&narrowing)) parts *= part->count;
     }
     return parts;
@@ -124,11 +221,31 @@ class EpochPlan {
   [[nodiscard]] EpochLayout layout(std::size_t epoch) const {
     EpochLayout out;
     out.epoch = epoch;
-    out.offset = epoch == resume_epoch_ ? std::min(resume_offset_, dataset_size_) : 0;
-    std::size_t length = dataset_size_ - out.offset;
-    std::size_t pad_from = length;
+    std::size_t length = 0;
+    std::size_t pad_from = 0;
+    std::size_t copies = 1;  // loaders whose narrowings drop alike (the ranks)
+    const std::vector<detail::Narrowing>* narrowings = &narrowings_;
+    if (shard_ranks_) {
+      const RankEpoch rank = rank_epoch(epoch);
+      out.trace.ranks = rank.sequence;
+      out.trace.rank_longest = rank.longest;
+      out.offset = rank.sequence->offset();
+      length = rank.length;
+      pad_from = rank.pad_from;
+      out.dropped += rank.dropped;
+      if (rank.interleaved) {
+        out.trace.narrowings = interleaved_narrowings();
+        narrowings = out.trace.narrowings.get();
+      } else {
+        copies = shard_ranks_->count;
+      }
+    } else {
+      out.offset = epoch == resume_epoch_ ? std::min(resume_offset_, dataset_size_) : 0;
+      length = dataset_size_ - out.offset;
+      pad_from = length;
+    }
     const std::size_t b = batch_size_;
-    for (const auto& narrowing : narrowings_) {
+    for (const auto& narrowing : *narrowings) {
       out.trace.parent_lengths.push_back(length);
       if (const auto* slice = std::get_if<PositionSlice>(&narrowing)) {
         const std::size_t begin = std::min(slice->begin, length);
@@ -142,13 +259,13 @@ class EpochPlan {
         const std::size_t round = b * part.count;
         const std::size_t rounds =
             remainder_ == Remainder::drop ? length / round : (length + round - 1) / round;
-        if (remainder_ == Remainder::drop) out.dropped += length - rounds * round;
+        if (remainder_ == Remainder::drop) out.dropped += copies * (length - rounds * round);
         pad_from = first_padded_in_part(pad_from, part, rounds);
         length = rounds * b;
       }
     }
     out.num_batches = remainder_ == Remainder::drop ? length / b : (length + b - 1) / b;
-    if (remainder_ == Remainder::drop) out.dropped += length - out.num_batches * b;
+    if (remainder_ == Remainder::drop) out.dropped += copies * (length - out.num_batches * b);
     out.trace.sequence_length = length;
     out.length = remainder_ == Remainder::partial ? length : out.num_batches * b;
     out.pad_from = std::min(pad_from, out.length);
@@ -161,23 +278,27 @@ class EpochPlan {
   /// Padding wraps around: a narrowing's positions past its parent's end go back to the
   /// parent's start, and those past the epoch's end to the epoch's start (position 0, not
   /// the resume offset), so a resumed epoch pads with the samples the uninterrupted one does.
+  /// Under `ShardRanks`, the rank's own sequence takes the epoch's place: its padding wraps to
+  /// the start of the rank's shards.
   [[nodiscard]] std::size_t locate(const EpochLayout& layout, std::size_t q) const noexcept {
     const std::size_t b = batch_size_;
+    const auto& narrowings = layout.trace.narrowings ? *layout.trace.narrowings : narrowings_;
     // A slice innermost pads by wrapping around within the slice.
-    if (!narrowings_.empty() && q >= layout.trace.sequence_length &&
+    if (!narrowings.empty() && q >= layout.trace.sequence_length &&
         layout.trace.sequence_length > 0)
       q %= layout.trace.sequence_length;
-    for (std::size_t k = narrowings_.size(); k-- > 0;) {
+    for (std::size_t k = narrowings.size(); k-- > 0;) {
       const std::size_t parent_length = layout.trace.parent_lengths[k];
-      if (std::holds_alternative<PositionSlice>(narrowings_[k])) {
+      if (std::holds_alternative<PositionSlice>(narrowings[k])) {
         q += layout.trace.slice_begins[k];
       } else {
-        const auto& part = std::get<SplitPart>(narrowings_[k]);
+        const auto& part = std::get<SplitPart>(narrowings[k]);
         q = ((q / b) * part.count + part.index) * b + q % b;
         // The outermost narrowing wraps over the whole epoch, below.
         if (k > 0 && q >= parent_length && parent_length > 0) q %= parent_length;
       }
     }
+    if (layout.trace.ranks) return layout.trace.ranks->position(q);
     const std::size_t position = layout.offset + q;
     return position >= dataset_size_ && dataset_size_ > 0 ? position % dataset_size_ : position;
   }
@@ -186,7 +307,8 @@ class EpochPlan {
   /// consecutive, so it fills them without mapping each one through the narrowings.
   void locate(const EpochLayout& layout, std::size_t first,
               std::span<std::size_t> out) const noexcept {
-    if (narrowings_.empty() && first + out.size() <= layout.trace.sequence_length) {
+    if (narrowings_.empty() && !layout.trace.ranks &&
+        first + out.size() <= layout.trace.sequence_length) {
       std::iota(out.begin(), out.end(), layout.offset + first);
       return;
     }
@@ -194,6 +316,97 @@ class EpochPlan {
   }
 
  private:
+  /// One rank's share of an epoch under `ShardRanks`.
+  struct RankEpoch {
+    std::shared_ptr<const detail::RankSequence> sequence;
+    std::size_t length = 0;    ///< positions the rank reads (padding included)
+    std::size_t pad_from = 0;  ///< its first padded position
+    std::size_t dropped = 0;   ///< positions no rank reads
+    std::size_t longest = 0;   ///< the most positions any rank has left
+    bool interleaved = false;  ///< the ranks' leftovers after a restore onto other ranks
+  };
+
+  /// The share of `epoch` of this plan's rank. Each rank reads its own shards from where the
+  /// ranks stopped; the ranks read as many positions as the longest (`pad`, wrapping around
+  /// within the rank's shards) or the shortest (`drop`). Resumed onto another number of ranks
+  /// (or from an interleaved state), the rest of that epoch is every rank's leftovers, one
+  /// after the other, split by interleaving instead.
+  [[nodiscard]] RankEpoch rank_epoch(std::size_t epoch) const {
+    const ShardRanks& ranks = *shard_ranks_;
+    const bool resumed = epoch == resume_epoch_;
+    const std::size_t saved_ranks = resumed ? resume_shard_ranks_ : ranks.count;
+    const std::size_t rank_consumed = resumed ? resume_rank_consumed_ : 0;
+    const std::size_t consumed = resumed ? resume_offset_ : 0;
+    const std::vector<ShardRun> runs =
+        shard_runs(ShardedEpochOrder(shard_table_, shard_seed_, epoch), *shard_table_);
+    RankEpoch out;
+    if ((rank_consumed == 0 && consumed == 0) || (saved_ranks == ranks.count && consumed == 0)) {
+      const ShardAssignment assignment(runs, ranks.count);
+      std::size_t shortest = std::numeric_limits<std::size_t>::max();
+      std::size_t total = 0;
+      for (std::size_t r = 0; r < ranks.count; ++r) {
+        if (assignment.length(r) == 0) {
+          throw UsageError("stoke: the shard rank split gives each rank whole shards: " +
+                           std::to_string(ranks.count) + " ranks need as many non-empty shards, " +
+                           "the dataset has fewer");
+        }
+        const std::size_t left =
+            assignment.length(r) - std::min(assignment.length(r), rank_consumed);
+        out.longest = std::max(out.longest, left);
+        shortest = std::min(shortest, left);
+        total += left;
+      }
+      out.sequence =
+          std::make_shared<const detail::RankSequence>(assignment.runs(ranks.index), rank_consumed);
+      const std::size_t mine = out.sequence->left();
+      const bool drop = remainder_ == Remainder::drop;
+      out.length = drop ? shortest : out.longest;
+      out.pad_from = drop ? shortest : mine;
+      out.dropped = drop ? total - shortest * ranks.count : 0;
+      return out;
+    }
+    std::vector<ShardRun> leftovers;
+    if (saved_ranks == 0) {
+      leftovers = runs;  // an interleaved state: the whole epoch, shard after shard
+    } else {
+      const ShardAssignment saved(runs, saved_ranks);
+      for (std::size_t r = 0; r < saved_ranks; ++r) {
+        std::size_t skip = rank_consumed;
+        for (ShardRun run : saved.runs(r)) {
+          const std::size_t cut = std::min(skip, run.length);
+          skip -= cut;
+          if (cut == run.length) continue;
+          leftovers.push_back({run.shard, run.begin + cut, run.length - cut});
+        }
+      }
+    }
+    out.sequence = std::make_shared<const detail::RankSequence>(std::move(leftovers), consumed);
+    out.length = out.sequence->left();
+    out.pad_from = out.length;
+    out.longest = out.length;
+    out.interleaved = true;
+    return out;
+  }
+
+  /// The narrowings after a restore onto other ranks: the ranks' interleaved part, merged with
+  /// a device split that follows it.
+  [[nodiscard]] std::shared_ptr<const std::vector<detail::Narrowing>> interleaved_narrowings()
+      const {
+    auto out = std::make_shared<std::vector<detail::Narrowing>>();
+    out->push_back(SplitPart{shard_ranks_->count, shard_ranks_->index});
+    for (const auto& narrowing : narrowings_) {
+      const auto* part = std::get_if<SplitPart>(&narrowing);
+      auto* last = std::get_if<SplitPart>(&out->back());
+      if (part && last && out->size() == 1) {
+        last->index += last->count * part->index;
+        last->count *= part->count;
+      } else {
+        out->push_back(narrowing);
+      }
+    }
+    return out;
+  }
+
   /// The first position of a part that maps into the parent's padding (or past its end).
   [[nodiscard]] std::size_t first_padded_in_part(std::size_t parent_pad_from, const SplitPart& part,
                                                  std::size_t rounds) const noexcept {
@@ -209,9 +422,14 @@ class EpochPlan {
   std::size_t dataset_size_;
   std::size_t batch_size_;
   Remainder remainder_;
-  std::vector<std::variant<PositionSlice, SplitPart>> narrowings_;
+  std::vector<detail::Narrowing> narrowings_;
+  std::optional<ShardRanks> shard_ranks_;
+  std::shared_ptr<const ShardTable> shard_table_;  ///< under `ShardRanks`: the dataset's shards
+  std::uint64_t shard_seed_ = 0;                   ///< under `ShardRanks`: the order's seed
   std::size_t resume_epoch_ = std::numeric_limits<std::size_t>::max();
   std::size_t resume_offset_ = 0;
+  std::size_t resume_shard_ranks_ = 0;
+  std::size_t resume_rank_consumed_ = 0;
 };
 
 }  // namespace stoke

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <memory>
 #include <ranges>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,20 @@ concept ShardedDataset = requires(const S& dataset) {
   requires std::convertible_to<std::ranges::range_value_t<decltype(dataset.shard_begins())>,
                                std::size_t>;
 };
+
+/// A sharded dataset that reads shards ahead when told the order an epoch visits them (such as
+/// `ShardedArrays`, through its `ShardCache`).
+///
+/// Requirements:
+/// 1. `S` is a `ShardedDataset`;
+/// 2. `s.prefetch_shards(shards)`, on a `const` dataset, takes a `std::span<const std::size_t>`
+///    of shard numbers in the order the next epoch visits them, and returns at once; a loader
+///    with a shard-aware order calls it as each epoch begins.
+template <class S>
+concept ShardPrefetching =
+    ShardedDataset<S> && requires(const S& dataset, std::span<const std::size_t> shards) {
+      dataset.prefetch_shards(shards);
+    };
 
 /// Where the shards of a dataset of `size` samples begin, checked.
 class ShardTable {
@@ -100,6 +115,16 @@ class ShardedEpochOrder {
 
   /// The shard visited at `slot` (0 = first).
   [[nodiscard]] std::size_t shard_at(std::size_t slot) const noexcept { return shard_order_(slot); }
+
+  /// The shards visited from `position` on, in order (the one holding `position` first).
+  [[nodiscard]] std::vector<std::size_t> shards_from(std::size_t position) const {
+    std::vector<std::size_t> shards;
+    for (std::size_t slot = 0; slot < slot_begins_.size(); ++slot) {
+      const std::size_t end = slot_begins_[slot] + table_->size(shard_order_(slot));
+      if (end > position) shards.push_back(shard_order_(slot));
+    }
+    return shards;
+  }
 
  private:
   std::shared_ptr<const ShardTable> table_;

@@ -45,11 +45,29 @@ template <SplitSource L, detail::DeviceRangeOf<typename L::device_type> Devices>
   return parts;
 }
 
-/// The part of `loader` for `rank` of `world_size` ranks: every `world_size`-th batch,
-/// starting with batch `rank`, by the same rule as `split`. Splitting a rank's part over its
-/// local devices equals one split over all devices of all ranks.
+/// How `rank_part` shares an epoch between ranks.
+enum class RankSplit {
+  /// Every `world_size`-th batch, by the rule of `split`: every rank reads every shard.
+  interleaved,
+  /// Whole shards per rank, balanced by samples, dealt anew every epoch (`shard_part`): each
+  /// shard is read by one rank, for data in big files on a shared file system.
+  by_shards,
+};
+
+/// The part of `loader` for `rank` of `world_size` ranks. `RankSplit::interleaved` (the
+/// default) takes every `world_size`-th batch, starting with batch `rank`, by the same rule as
+/// `split`, so splitting a rank's part over its local devices equals one split over all
+/// devices of all ranks. `RankSplit::by_shards` gives each rank whole shards instead.
 template <SplitSource L>
-[[nodiscard]] L rank_part(const L& loader, std::size_t rank, std::size_t world_size) {
+[[nodiscard]] L rank_part(const L& loader, std::size_t rank, std::size_t world_size,
+                          RankSplit how = RankSplit::interleaved) {
+  if (how == RankSplit::by_shards) {
+    if constexpr (requires { loader.shard_part(world_size, rank); }) {
+      return loader.shard_part(world_size, rank);
+    } else {
+      throw UsageError("stoke: RankSplit::by_shards needs a loader with shard_part");
+    }
+  }
   return loader.part(world_size, rank);
 }
 

@@ -21,6 +21,11 @@ namespace stoke {
 /// `consumed` counts positions of `epoch`'s order that were delivered, by all parts of a
 /// split together; since part `k` of `n` takes batch `k` of each round, they are always a
 /// prefix of the epoch, so the state does not depend on how many parts there were.
+///
+/// Under the shard rank split (`shard_part`), every rank reads its own shards in lockstep:
+/// `shard_ranks` is the number of ranks the epoch's shards were dealt to, `rank_consumed` the
+/// positions each rank consumed of its own sequence, and `consumed` what was consumed of the
+/// ranks' leftovers after a restore onto another number of ranks (0 before one).
 struct LoaderState {
   std::uint64_t seed = 0;        ///< key of the epoch order
   std::size_t epoch = 0;         ///< the epoch in progress (or next to start)
@@ -30,12 +35,17 @@ struct LoaderState {
   bool shard_aware = false;      ///< checked on restore: the same order
   /// Checked on restore: the same remainder policy (padding or dropping the same samples).
   Remainder remainder = Remainder::partial;
+  std::size_t shard_ranks = 0;    ///< under the shard rank split: its ranks (0: interleaved)
+  std::size_t rank_consumed = 0;  ///< under the shard rank split: positions of each rank's own
 
   friend bool operator==(const LoaderState&, const LoaderState&) = default;
 };
 
-/// The format a state's JSON says it is in.
-inline constexpr const char* loader_state_format = "stoke.loader_state.v2";
+/// The format a state's JSON says it is in (v3 added the shard rank split's two fields; a v2
+/// state, without them, still loads).
+inline constexpr const char* loader_state_format = "stoke.loader_state.v3";
+/// The format before the shard rank split.
+inline constexpr const char* loader_state_format_v2 = "stoke.loader_state.v2";
 
 /// The state as JSON.
 inline nlohmann::json to_json(const LoaderState& state) {
@@ -46,7 +56,9 @@ inline nlohmann::json to_json(const LoaderState& state) {
           {"dataset_size", state.dataset_size},
           {"shuffle", state.shuffle},
           {"shard_aware", state.shard_aware},
-          {"remainder", remainder_name(state.remainder)}};
+          {"remainder", remainder_name(state.remainder)},
+          {"shard_ranks", state.shard_ranks},
+          {"rank_consumed", state.rank_consumed}};
 }
 
 /// Reads a state from JSON; a missing or ill-typed field is an `InputError` naming it, and
@@ -54,10 +66,11 @@ inline nlohmann::json to_json(const LoaderState& state) {
 inline LoaderState loader_state_from_json(const nlohmann::json& json,
                                           const std::string& where = "loader state") {
   const detail::JsonFields fields(json, where);
-  if (fields.at("format") != loader_state_format) {
+  const bool v2 = fields.at("format") == loader_state_format_v2;
+  if (!v2 && fields.at("format") != loader_state_format) {
     throw InputError("stoke: " + where + " has format " +
                      detail::json_excerpt(fields.at("format")) + ", expected \"" +
-                     loader_state_format + "\"");
+                     loader_state_format + "\" (or \"" + loader_state_format_v2 + "\")");
   }
   LoaderState state{fields.count("seed"),    fields.size("epoch"),
                     fields.size("consumed"), fields.size("dataset_size"),
@@ -71,6 +84,10 @@ inline LoaderState loader_state_from_json(const nlohmann::json& json,
                      detail::json_excerpt(remainder));
   }
   state.remainder = *policy;
+  if (!v2) {
+    state.shard_ranks = fields.size("shard_ranks");
+    state.rank_consumed = fields.size("rank_consumed");
+  }
   return state;
 }
 

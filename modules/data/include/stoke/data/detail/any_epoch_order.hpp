@@ -7,6 +7,7 @@
 #include <span>
 #include <utility>
 #include <variant>
+#include <vector>
 
 #include <stoke/data/order.hpp>
 #include <stoke/data/sharded_order.hpp>
@@ -23,6 +24,14 @@ class AnyEpochOrder {
   /// The dataset index at `position`.
   [[nodiscard]] std::size_t operator()(std::size_t position) const {
     return std::visit([position](const auto& order) { return order(position); }, order_);
+  }
+  /// The shards a shard-aware order visits from `position` on, in order (none for a plain
+  /// order, whose positions jump between shards).
+  [[nodiscard]] std::vector<std::size_t> shards_from(std::size_t position) const {
+    if (const auto* sharded = std::get_if<ShardedEpochOrder>(&order_)) {
+      return sharded->shards_from(position);
+    }
+    return {};
   }
   /// Replaces every position in `positions` by its dataset index.
   void map(std::span<std::size_t> positions) const {

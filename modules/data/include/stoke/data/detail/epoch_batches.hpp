@@ -49,11 +49,18 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
         plan_(std::move(plan)),
         layout_(std::move(layout)),
         order_(source_->order(layout_.epoch)),
-        first_step_(layout_.offset / (plan_.batch_size() * plan_.part_count())),
+        first_step_(layout_.offset / (plan_.batch_size() * plan_.part_count(layout_))),
         max_chunks_(max_chunks) {}
 
   /// Batches in the epoch.
   [[nodiscard]] std::size_t num_batches() const noexcept { return layout_.num_batches; }
+
+  /// The shards the epoch visits from its start (or resume point) on, in order, under a
+  /// shard-aware order (none under a plain order); under the shard rank split, this rank's.
+  [[nodiscard]] std::vector<std::size_t> shard_visits() const {
+    if (layout_.trace.ranks) return layout_.trace.ranks->shards();  // this rank's shards
+    return order_.shards_from(layout_.offset);
+  }
 
   /// Makes batch `step` on thread `thread` (named in errors). While it reads and batches,
   /// `stoke::sample_rng()` gives each sample's stream.

@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <utility>
+#include <vector>
 
 #include <stoke/core/backend.hpp>
 #include <stoke/data/batch.hpp>
@@ -21,6 +22,7 @@
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/options.hpp>
+#include <stoke/data/sharded_order.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke::detail {
@@ -99,6 +101,18 @@ class LoaderBase {
     return copy;
   }
 
+  /// Rank `index` of `count` ranks that each take whole shards of every epoch, balanced by
+  /// samples and dealt anew every epoch from the seed (see `ShardAssignment`): no two ranks
+  /// read the same shard. Split it over the rank's devices as usual; every device of every
+  /// rank gets the same number of batches. Needs `shuffle_shards` over a `ShardedDataset`, and
+  /// must be the loader's first split.
+  [[nodiscard]] Derived shard_part(std::size_t count, std::size_t index) const {
+    Derived copy(self());
+    copy.plan_.add_shard_ranks(count, index, source_->shard_table(), options_.seed);
+    copy.position_.detach();
+    return copy;
+  }
+
   /// Where this loader stands: {seed, epoch, positions of the epoch consumed by all parts of
   /// its split together}. Taken inside the loop body, it counts the batch being processed.
   /// Defined for a loader and its parts, not for slices.
@@ -115,10 +129,15 @@ class LoaderBase {
  protected:
   /// Begins the next epoch (advancing the epoch counter, resetting the progress): its
   /// batches, to be made on any thread, in up to `max_chunks` chunks each if the batcher
-  /// fills batches in chunks.
+  /// fills batches in chunks. A dataset that reads shards ahead is told the epoch's shards.
   std::shared_ptr<const EpochBatches<S, T, B>> begin_epoch(std::size_t max_chunks = 0) {
-    return std::make_shared<const EpochBatches<S, T, B>>(source_, device_, options_.seed, plan_,
-                                                         position_.begin_epoch(plan_), max_chunks);
+    auto batches = std::make_shared<const EpochBatches<S, T, B>>(
+        source_, device_, options_.seed, plan_, position_.begin_epoch(plan_), max_chunks);
+    if constexpr (ShardPrefetching<S>) {
+      const std::vector<std::size_t> shards = batches->shard_visits();
+      if (!shards.empty()) source_->dataset().prefetch_shards(shards);
+    }
+    return batches;
   }
 
   /// The progress the feed of the current epoch counts in.

@@ -116,16 +116,22 @@ class LoaderPosition {
                       plan.dataset_size(), options.shuffle, options.shard_aware,
                       options.remainder};
     const std::lock_guard lock(progress_->mutex);
-    if (!progress_->active || progress_->delivered >= progress_->num_batches) {
-      state.consumed = plan.layout(next_epoch_).offset;
+    const auto record = [&](std::size_t epoch, const ResumePoint& point) {
+      state.epoch = epoch;
+      state.consumed = point.consumed;
+      state.shard_ranks = point.shard_ranks;
+      state.rank_consumed = point.rank_consumed;
       return state;
+    };
+    const auto at_start = [&](std::size_t epoch) {
+      return record(epoch, plan.resume_point(plan.layout(epoch), 0).value_or(ResumePoint{}));
+    };
+    if (!progress_->active || progress_->delivered >= progress_->num_batches) {
+      return at_start(next_epoch_);
     }
-    const std::size_t consumed =
-        progress_->offset + progress_->delivered * plan.batch_size() * plan.part_count();
-    if (consumed >= plan.dataset_size()) return state;  // only padding is left
-    state.epoch = progress_->epoch;
-    state.consumed = consumed;
-    return state;
+    const auto point = plan.resume_point(plan.layout(progress_->epoch), progress_->delivered);
+    if (!point) return at_start(next_epoch_);  // only padding is left
+    return record(progress_->epoch, *point);
   }
 
   /// Resumes from `state`: the next epoch is the rest of `state.epoch`, split over `plan`'s
@@ -150,13 +156,24 @@ class LoaderPosition {
                        std::string(remainder_name(state.remainder)) + ", this loader has " +
                        std::string(remainder_name(options.remainder)));
     }
-    if (state.consumed > state.dataset_size) {
-      throw InputError("stoke: cannot restore loader state: it says " +
-                       std::to_string(state.consumed) + " positions of the epoch were consumed, " +
-                       "more than its dataset size " + std::to_string(state.dataset_size));
+    for (const auto& [name, value] :
+         {std::pair{"", state.consumed}, std::pair{" by each rank", state.rank_consumed}}) {
+      if (value > state.dataset_size) {
+        throw InputError("stoke: cannot restore loader state: it says " + std::to_string(value) +
+                         " positions of the epoch were consumed" + name +
+                         ", more than its dataset size " + std::to_string(state.dataset_size));
+      }
+    }
+    if (state.shard_ranks != 0 && !plan.shard_ranks()) {
+      throw InputError(
+          "stoke: cannot restore loader state: it was saved under the shard rank "
+          "split (" +
+          std::to_string(state.shard_ranks) +
+          " ranks), and this loader splits ranks by interleaving; use shard_part");
     }
     set_epoch(state.epoch);
-    plan.resume_at(state.epoch, state.consumed);
+    plan.resume_at(state.epoch,
+                   ResumePoint{state.consumed, state.shard_ranks, state.rank_consumed});
     const std::lock_guard lock(progress_->mutex);
     progress_->active = false;
   }

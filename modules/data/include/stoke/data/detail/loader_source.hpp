@@ -39,6 +39,11 @@ class LoaderSource {
   /// Samples in the dataset.
   [[nodiscard]] std::size_t size() const { return static_cast<std::size_t>(dataset_.size()); }
 
+  /// The dataset's shards, when the order is shard-aware (else null).
+  [[nodiscard]] const std::shared_ptr<const ShardTable>& shard_table() const noexcept {
+    return shards_;
+  }
+
   /// The order of `epoch`: a bijection from positions to dataset indices.
   [[nodiscard]] AnyEpochOrder order(std::size_t epoch) const {
     if (shards_) return AnyEpochOrder(ShardedEpochOrder(shards_, seed_, epoch));

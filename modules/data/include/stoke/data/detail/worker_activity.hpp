@@ -41,10 +41,14 @@ class WorkerActivity {
 /// The name of `stage` in errors: `"idle"`, `"get"`, `"get_many"` or `"batch"`.
 inline std::string stage_name(WorkerActivity::Stage stage) {
   switch (stage) {
-    case WorkerActivity::Stage::get: return "get";
-    case WorkerActivity::Stage::get_many: return "get_many";
-    case WorkerActivity::Stage::batch: return "batch";
-    case WorkerActivity::Stage::idle: break;
+    case WorkerActivity::Stage::get:
+      return "get";
+    case WorkerActivity::Stage::get_many:
+      return "get_many";
+    case WorkerActivity::Stage::batch:
+      return "batch";
+    case WorkerActivity::Stage::idle:
+      break;
   }
   return "idle";
 }

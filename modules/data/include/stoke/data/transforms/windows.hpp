@@ -3,7 +3,9 @@
 /// `WindowsDataset` and `stoke::windows(size, stride)`: runs of consecutive samples (for
 /// sequences and time series).
 
+#include <algorithm>
 #include <cstddef>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +13,7 @@
 #include <stoke/core/error.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/sharded_order.hpp>
 #include <stoke/data/transforms/pipe.hpp>
 
 namespace stoke {
@@ -18,6 +21,8 @@ namespace stoke {
 /// Windows of `size` consecutive samples of `S`, one every `stride` samples: item `i` holds
 /// samples `[i * stride, i * stride + size)`. There are `(n - size) / stride + 1` windows
 /// when `n = inner.size() >= size`, else none; samples past the last window are left out.
+/// Over a sharded dataset whose shards lie end to end on one axis (one file per month), the
+/// windows that span two shards are kept: they read from both.
 template <Dataset S>
 class WindowsDataset {
  public:
@@ -36,9 +41,21 @@ class WindowsDataset {
   /// Number of windows.
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
 
-  /// Window `index`: copies of samples `[index * stride, index * stride + size)` of the inner
-  /// dataset; throws `UsageError` when `index >= size()`.
-  [[nodiscard]] std::vector<dataset_item_t<S>> get(std::size_t index) const {
+  /// Window `index`: samples `[index * stride, index * stride + size)` of the inner dataset:
+  /// one item of consecutive rows when the inner dataset reads runs of rows
+  /// (`inner.rows(first, count)`, as `ShardedArrays` does), else a vector of copies of the
+  /// samples; throws `UsageError` when `index >= size()`.
+  [[nodiscard]] auto get(std::size_t index) const {
+    detail::check_index(index, count_, "WindowsDataset");
+    if constexpr (requires { inner_.rows(index, window_); }) {
+      return inner_.rows(index * stride_, window_);
+    } else {
+      return samples(index);
+    }
+  }
+
+  /// Copies of the samples of window `index`, one item each.
+  [[nodiscard]] std::vector<dataset_item_t<S>> samples(std::size_t index) const {
     detail::check_index(index, count_, "WindowsDataset");
     std::vector<dataset_item_t<S>> window;
     window.reserve(window_);
@@ -47,6 +64,28 @@ class WindowsDataset {
       window.push_back(inner_.get(first + offset));
     }
     return window;
+  }
+
+  /// Where each shard's windows begin, when the inner dataset is sharded: a window belongs to
+  /// the shard it starts in (a window that runs over the shard's end reads the next one too),
+  /// so a shard-aware order keeps consecutive windows in one shard.
+  [[nodiscard]] std::vector<std::size_t> shard_begins() const
+    requires ShardedDataset<S>
+  {
+    std::vector<std::size_t> begins;
+    for (const auto inner_begin : inner_.shard_begins()) {
+      const auto first = static_cast<std::size_t>(inner_begin);
+      begins.push_back(std::min(count_, (first + stride_ - 1) / stride_));
+    }
+    return begins;
+  }
+
+  /// Passes the order of the next epoch's shards on to the inner dataset, which reads them
+  /// ahead (the shards of the windows are those of the inner dataset).
+  void prefetch_shards(std::span<const std::size_t> shards) const
+    requires ShardPrefetching<S>
+  {
+    inner_.prefetch_shards(shards);
   }
 
   /// Samples per window.

@@ -1,0 +1,244 @@
+#pragma once
+/// @file
+/// `ShardedArrays`: one dataset over many array files (a shard per file, their first axes laid
+/// end to end), read through a `ShardCache` that keeps at most K of them in memory and reads
+/// the next ones ahead in the order the epoch visits them.
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <stoke/core/error.hpp>
+#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/shard_cache.hpp>
+#include <stoke/data/sources/array_shard.hpp>
+
+namespace stoke {
+
+/// How the files of a `ShardedArrays` are read: `info` reads a file's header (type and shape,
+/// at open), `load` its whole array (when the cache needs the shard), and `read_rows`, if set,
+/// a few rows of it (a window that runs over the end of a shard into one that is not resident
+/// reads only the rows it needs). `npy_format()` and `hdf5_format(variable)` make them.
+struct ArrayFileFormat {
+  std::function<ArrayInfo(const std::filesystem::path&)> info{};   ///< the header of a file
+  std::function<ArrayShard(const std::filesystem::path&)> load{};  ///< the array of a file
+  /// Rows `[first, first + count)` of a file (optional).
+  std::function<ArrayShard(const std::filesystem::path&, std::size_t, std::size_t)> read_rows{};
+};
+
+/// The regular files in `directory` whose names match the shell pattern `pattern` (`*.npy`,
+/// `era5_????.h5`), sorted by name; throws `InputError` naming the directory when it cannot be
+/// read or nothing matches.
+inline std::vector<std::filesystem::path> files_matching(const std::filesystem::path& directory,
+                                                         const std::string& pattern) {
+  std::vector<std::filesystem::path> files;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(directory, error), end; !error && it != end;
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (it->is_regular_file() && ::fnmatch(pattern.c_str(), name.c_str(), 0) == 0) {
+      files.push_back(it->path());
+    }
+  }
+  if (error) {
+    throw InputError("stoke: cannot list '" + directory.string() + "': " + error.message());
+  }
+  if (files.empty()) {
+    throw InputError("stoke: no file in '" + directory.string() + "' matches '" + pattern + "'");
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+/// The rows of many array files as one dataset of `ArrayRow<T>`: shard `k` is file `k`, and
+/// its rows follow those of file `k - 1` (for example one file per month of hourly fields).
+///
+/// - A `ShardedDataset`: `shard_begins()` says where each file begins, so `shuffle_shards`
+///   keeps consecutive batches in one file.
+/// - Rows are views into the cached shard, kept alive by the row: no copy, and a shard evicted
+///   while a batch still uses it is freed when the batch lets go.
+/// - At most `cache.resident` shards (and `cache.max_bytes`) are resident per process, shared
+///   by every copy of the dataset (every worker thread and local device).
+/// - The loader tells it the order of the epoch's shards (`prefetch_shards`); the cache's I/O
+///   threads read the next ones while the current one is trained on.
+/// Opening reads every file's header and checks that all hold `T` with the same row shape.
+template <class T>
+class ShardedArrays {
+ public:
+  /// The files `files`, in this order, read with `format`; throws `InputError` naming the file
+  /// when one cannot be read, holds another type than `T` or rows of another shape.
+  ShardedArrays(std::vector<std::filesystem::path> files, ArrayFileFormat format,
+                ShardCacheOptions cache = {})
+      : shared_(std::make_shared<Shared>()) {
+    if (files.empty()) throw UsageError("stoke: ShardedArrays needs at least one file");
+    Shared& s = *shared_;
+    s.files = std::move(files);
+    s.format = std::move(format);
+    std::size_t rows = 0;
+    for (const auto& file : s.files) {
+      const ArrayInfo info = s.format.info(file);
+      check_compatible(file, info, s.files.front(), s.begins.empty() ? info : s.info);
+      if (s.begins.empty()) s.info = info;
+      s.begins.push_back(rows);
+      s.rows.push_back(info.rows());
+      rows += info.rows();
+    }
+    s.size = rows;
+    s.info.shape.front() = rows;
+    s.cache = std::make_unique<ShardCache<ArrayShard>>(
+        s.files.size(), [&s](std::size_t k) { return s.load(k); },
+        [](const ArrayShard& shard) { return shard.bytes().size(); }, cache);
+  }
+
+  /// Rows of all files together.
+  [[nodiscard]] std::size_t size() const noexcept { return shared_->size; }
+  /// Where each file's rows begin.
+  [[nodiscard]] const std::vector<std::size_t>& shard_begins() const noexcept {
+    return shared_->begins;
+  }
+  /// The files, one shard each.
+  [[nodiscard]] const std::vector<std::filesystem::path>& files() const noexcept {
+    return shared_->files;
+  }
+  /// Element type and shape of all rows together (the first dimension is `size()`).
+  [[nodiscard]] const ArrayInfo& info() const noexcept { return shared_->info; }
+
+  /// Row `index`, a view into its shard; throws `UsageError` when out of range, and what the
+  /// reader throws (an `InputError` naming the file) when its shard cannot be read.
+  [[nodiscard]] ArrayRow<T> get(std::size_t index) const {
+    detail::check_index(index, size(), "ShardedArrays");
+    const auto [k, row] = locate(index);
+    const std::shared_ptr<const ArrayShard> shard = shared_->cache->acquire(k);
+    return {shard->template values<T>(row), shard};
+  }
+
+  /// Rows `[first, first + count)`: a view when they lie in one shard, else a copy of the rows
+  /// of every shard they span (a window across the end of a file). The shard of the first row
+  /// comes through the cache; rows that run over into a later shard come from it if it is
+  /// resident, else from a read of just those rows (`ArrayFileFormat::read_rows`), so that a
+  /// rank does not read a whole shard another rank owns for the head of a window.
+  [[nodiscard]] ArrayRow<T> rows(std::size_t first, std::size_t count) const {
+    if (first > size() || count > size() - first || count == 0) {
+      throw UsageError("stoke: ShardedArrays rows [" + std::to_string(first) + ", " +
+                       std::to_string(first + count) + ") of " + std::to_string(size()));
+    }
+    auto [k, row] = locate(first);
+    if (row + count <= shared_->rows[k]) {
+      const std::shared_ptr<const ArrayShard> shard = shared_->cache->acquire(k);
+      return {shard->template values<T>(row, count), shard};
+    }
+    auto copy = std::make_shared<std::vector<T>>();
+    copy->reserve(count * shared_->info.row_elements());
+    for (std::size_t left = count; left > 0; ++k, row = 0) {
+      const std::size_t take = std::min(left, shared_->rows[k] - row);
+      std::shared_ptr<const ArrayShard> shard =
+          left == count ? shared_->cache->acquire(k) : shared_->cache->resident(k);
+      std::size_t from = row;
+      if (!shard && shared_->format.read_rows) {
+        shard = std::make_shared<const ArrayShard>(shared_->read_rows(k, row, take));
+        from = 0;
+      } else if (!shard) {
+        shard = shared_->cache->acquire(k);
+      }
+      const std::span<const T> values = shard->template values<T>(from, take);
+      copy->insert(copy->end(), values.begin(), values.end());
+      left -= take;
+    }
+    return {std::span<const T>(*copy), copy};
+  }
+
+  /// Rows read outside the cache (the heads of windows that ran over into a shard that was not
+  /// resident), and their bytes.
+  [[nodiscard]] std::pair<std::size_t, std::size_t> partial_reads() const {
+    return {shared_->partial_rows.load(), shared_->partial_bytes.load()};
+  }
+
+  /// The order the next epoch visits the shards in (the loader calls it): the cache reads the
+  /// next ones ahead.
+  void prefetch_shards(std::span<const std::size_t> shards) const {
+    shared_->cache->plan(std::vector<std::size_t>(shards.begin(), shards.end()));
+  }
+
+  /// What the cache did so far: shards read, bytes, hits, waits.
+  [[nodiscard]] ShardCacheStats cache_stats() const { return shared_->cache->stats(); }
+
+ private:
+  struct Shared {
+    std::vector<std::filesystem::path> files;
+    ArrayFileFormat format;
+    ArrayInfo info;
+    std::vector<std::size_t> begins;
+    std::vector<std::size_t> rows;
+    std::size_t size = 0;
+    std::unique_ptr<ShardCache<ArrayShard>> cache;
+    std::atomic<std::size_t> partial_rows{0};   ///< rows read outside the cache
+    std::atomic<std::size_t> partial_bytes{0};  ///< their bytes
+
+    /// Reads rows `[first, first + count)` of shard `k` alone, checking what it got.
+    ArrayShard read_rows(std::size_t k, std::size_t first, std::size_t count) {
+      ArrayShard shard = format.read_rows(files[k], first, count);
+      ArrayInfo expected = info;
+      expected.shape.front() = count;
+      if (shard.info() != expected) {
+        throw InputError("stoke: rows [" + std::to_string(first) + ", " +
+                         std::to_string(first + count) + ") of '" + files[k].string() +
+                         "' read as " + describe(shard.info()) + ", expected " +
+                         describe(expected));
+      }
+      partial_rows += count;
+      partial_bytes += shard.bytes().size();
+      return shard;
+    }
+
+    /// Reads shard `k`, checking it still is what its header said at open.
+    ArrayShard load(std::size_t k) const {
+      ArrayShard shard = format.load(files[k]);
+      ArrayInfo expected = info;
+      expected.shape.front() = rows[k];
+      if (shard.info() != expected) {
+        throw InputError("stoke: '" + files[k].string() + "' holds " + describe(shard.info()) +
+                         " now, " + describe(expected) + " when the dataset was opened");
+      }
+      return shard;
+    }
+  };
+
+  static void check_compatible(const std::filesystem::path& file, const ArrayInfo& info,
+                               const std::filesystem::path& first, const ArrayInfo& reference) {
+    if (info.dtype != dtype_of<T>()) {
+      throw InputError("stoke: '" + file.string() + "' holds " + dtype_name(info.dtype) +
+                       ", the dataset reads " + dtype_name(dtype_of<T>()));
+    }
+    if (info.shape.empty()) {
+      throw InputError("stoke: '" + file.string() + "' holds a 0-dimensional array: no rows");
+    }
+    if (info.row_shape() != reference.row_shape()) {
+      throw InputError("stoke: '" + file.string() + "' holds " + describe(info) +
+                       ", whose rows differ from those of '" + first.string() + "' (" +
+                       describe(reference) + ")");
+    }
+  }
+
+  /// The shard of row `index` and the row within it.
+  [[nodiscard]] std::pair<std::size_t, std::size_t> locate(std::size_t index) const {
+    const auto& begins = shared_->begins;
+    const auto next = std::upper_bound(begins.begin(), begins.end(), index);
+    const auto k = static_cast<std::size_t>(next - begins.begin()) - 1;
+    return {k, index - begins[k]};
+  }
+
+  std::shared_ptr<Shared> shared_;
+};
+
+}  // namespace stoke

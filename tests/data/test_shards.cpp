@@ -1,0 +1,340 @@
+// Shards: the shard cache (residency bound, least recently used, reading ahead in plan order),
+// ShardedArrays (rows of many files as one dataset, checked at open), windows across shard ends,
+// and a shard-aware loader that reads each shard once per epoch.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <set>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <stoke/stoke.hpp>
+
+#include "stoke_test_files.hpp"
+#include "stoke_test_support.hpp"
+
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+constexpr std::size_t columns = 3;
+
+/// The value at (row, column) of the concatenated array of every fake file.
+float value_at(std::size_t row, std::size_t column) {
+  return static_cast<float>(row * 10 + column);
+}
+
+/// Fake array files "shard<k>" of `rows[k]` rows of `columns` floats each, counting reads.
+struct FakeFiles {
+  std::vector<std::size_t> rows;
+  std::chrono::milliseconds delay{0};
+  std::shared_ptr<std::vector<std::atomic<int>>> loads;
+  std::shared_ptr<std::atomic<int>> fail_shard = std::make_shared<std::atomic<int>>(-1);
+
+  explicit FakeFiles(std::vector<std::size_t> shard_rows, std::chrono::milliseconds read_delay = {})
+      : rows(std::move(shard_rows)),
+        delay(read_delay),
+        loads(std::make_shared<std::vector<std::atomic<int>>>(rows.size())) {}
+
+  [[nodiscard]] std::vector<std::filesystem::path> paths() const {
+    std::vector<std::filesystem::path> out;
+    for (std::size_t k = 0; k < rows.size(); ++k) out.emplace_back("shard" + std::to_string(k));
+    return out;
+  }
+  [[nodiscard]] static std::size_t shard_of(const std::filesystem::path& path) {
+    return std::stoul(path.string().substr(5));
+  }
+  [[nodiscard]] stoke::ArrayFileFormat format() const {
+    FakeFiles self = *this;
+    return {.info =
+                [self](const std::filesystem::path& path) {
+                  return stoke::ArrayInfo{stoke::DType::f32, {self.rows[shard_of(path)], columns}};
+                },
+            .load = [self](const std::filesystem::path& path) { return self.load(path); }};
+  }
+  [[nodiscard]] stoke::ArrayShard load(const std::filesystem::path& path) const {
+    const std::size_t k = shard_of(path);
+    if (static_cast<int>(k) == fail_shard->load()) {
+      throw stoke::InputError("stoke: '" + path.string() + "' is unreadable (injected)");
+    }
+    std::this_thread::sleep_for(delay);
+    ++(*loads)[k];
+    std::size_t first = 0;
+    for (std::size_t j = 0; j < k; ++j) first += rows[j];
+    std::vector<float> values;
+    for (std::size_t r = 0; r < rows[k]; ++r) {
+      for (std::size_t c = 0; c < columns; ++c) values.push_back(value_at(first + r, c));
+    }
+    std::vector<std::byte> bytes(values.size() * sizeof(float));
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return {path, stoke::ArrayInfo{stoke::DType::f32, {rows[k], columns}}, std::move(bytes)};
+  }
+  [[nodiscard]] int total_loads() const {
+    int total = 0;
+    for (const auto& count : *loads) total += count.load();
+    return total;
+  }
+};
+
+/// A cache of integers standing for shards, read by counting loads.
+struct CountedCache {
+  std::shared_ptr<std::vector<int>> reads;
+  stoke::ShardCache<int> cache;
+  CountedCache(std::size_t shards, stoke::ShardCacheOptions options)
+      : reads(std::make_shared<std::vector<int>>(shards)),
+        cache(
+            shards,
+            [reads = reads](std::size_t s) {
+              ++(*reads)[s];
+              return static_cast<int>(s) * 100;
+            },
+            [](const int&) { return std::size_t{1}; }, options) {}
+};
+
+TEST(ShardCache, KeepsAtMostKShardsAndEvictsTheLeastRecentlyUsed) {
+  CountedCache counted(5, {.resident = 2, .io_threads = 0});
+  auto& cache = counted.cache;
+  EXPECT_EQ(*cache.acquire(0), 0);
+  EXPECT_EQ(*cache.acquire(1), 100);
+  EXPECT_EQ(*cache.acquire(0), 0);    // 0 is now the most recently used
+  EXPECT_EQ(*cache.acquire(2), 200);  // evicts 1
+  EXPECT_EQ(*cache.acquire(0), 0);
+  EXPECT_EQ(*cache.acquire(1), 100);  // read again
+  EXPECT_EQ(*counted.reads, (std::vector<int>{1, 2, 1, 0, 0}));
+  const auto stats = cache.stats();
+  EXPECT_EQ(stats.max_resident, 2U);
+  EXPECT_EQ(stats.hits, 2U);
+  EXPECT_EQ(stats.misses, 4U);
+  EXPECT_EQ(stats.evictions, 2U);
+}
+
+TEST(ShardCache, ReadsThePlansNextShardsAheadAndNeverHoldsMoreThanK) {
+  CountedCache counted(6, {.resident = 3, .io_threads = 1});
+  auto& cache = counted.cache;
+  cache.plan({4, 2, 5, 0, 1, 3});
+  for (const std::size_t s : {4U, 2U, 5U, 0U, 1U, 3U}) {
+    // The I/O thread reads the next shards while this one is "trained on".
+    EXPECT_EQ(*cache.acquire(s), static_cast<int>(s) * 100);
+    std::this_thread::sleep_for(20ms);
+    EXPECT_LE(cache.resident_count(), 3U);
+  }
+  const auto stats = cache.stats();
+  EXPECT_EQ(*counted.reads, (std::vector<int>{1, 1, 1, 1, 1, 1})) << "each shard read once";
+  EXPECT_GE(stats.hits + stats.waits, 5U) << "the shards after the first were read ahead";
+  EXPECT_LE(stats.max_resident, 3U);
+}
+
+TEST(ShardCache, AFailedReadReachesEveryAcquisitionAndIsRetried) {
+  std::atomic<bool> broken{true};
+  stoke::ShardCache<int> cache(
+      2,
+      [&](std::size_t s) {
+        if (broken) throw stoke::InputError("stoke: shard " + std::to_string(s) + " is broken");
+        return 7;
+      },
+      [](const int&) { return std::size_t{1}; }, {.resident = 2, .io_threads = 0});
+  EXPECT_THAT([&] { (void)cache.acquire(1); },
+              ::testing::ThrowsMessage<stoke::InputError>(HasSubstr("shard 1 is broken")));
+  broken = false;
+  EXPECT_EQ(*cache.acquire(1), 7);
+}
+
+TEST(ShardCache, RespectsAByteBudget) {
+  stoke::ShardCache<std::vector<char>> cache(
+      4, [](std::size_t s) { return std::vector<char>(100 * (s + 1)); },
+      [](const std::vector<char>& shard) { return shard.size(); },
+      {.resident = 4, .max_bytes = 350, .io_threads = 0});
+  (void)cache.acquire(0);  // 100
+  (void)cache.acquire(1);  // 200: 300 in all
+  (void)cache.acquire(2);  // 300: 0 and 1 must go
+  EXPECT_EQ(cache.resident_count(), 1U);
+}
+
+TEST(ShardedArrays, RowsOfAllFilesFollowEachOther) {
+  const FakeFiles files({4, 0, 3, 5});
+  const stoke::ShardedArrays<float> arrays(files.paths(), files.format());
+  ASSERT_EQ(arrays.size(), 12U);
+  EXPECT_EQ(arrays.shard_begins(), (std::vector<std::size_t>{0, 4, 4, 7}));
+  EXPECT_EQ(arrays.info().shape, (std::vector<std::size_t>{12, columns}));
+  for (std::size_t i = 0; i < arrays.size(); ++i) {
+    const auto row = arrays.get(i);
+    ASSERT_EQ(row.values.size(), columns);
+    for (std::size_t c = 0; c < columns; ++c) EXPECT_EQ(row.values[c], value_at(i, c)) << i;
+  }
+}
+
+TEST(ShardedArrays, RowsAcrossAFilesEndAreCopiedFromBoth) {
+  const FakeFiles files({4, 3, 5});
+  const stoke::ShardedArrays<float> arrays(files.paths(), files.format());
+  const auto inside = arrays.rows(4, 3);  // all of shard 1: a view
+  const auto across = arrays.rows(2, 7);  // shards 0, 1 and 2
+  ASSERT_EQ(across.values.size(), 7 * columns);
+  for (std::size_t r = 0; r < 7; ++r) {
+    for (std::size_t c = 0; c < columns; ++c) {
+      EXPECT_EQ(across.values[r * columns + c], value_at(2 + r, c));
+    }
+  }
+  EXPECT_EQ(inside.values.front(), value_at(4, 0));
+  EXPECT_THROW((void)arrays.rows(10, 3), stoke::UsageError);
+}
+
+TEST(ShardedArrays, RefusesFilesWhoseRowsDifferNamingBoth) {
+  FakeFiles files({4, 3});
+  stoke::ArrayFileFormat format = files.format();
+  const auto good = format.info;
+  format.info = [good](const std::filesystem::path& path) {
+    stoke::ArrayInfo info = good(path);
+    if (path == "shard1") info.shape = {3, columns + 1};
+    return info;
+  };
+  EXPECT_THAT([&] { stoke::ShardedArrays<float>(files.paths(), format); },
+              ::testing::ThrowsMessage<stoke::InputError>(
+                  AllOf(HasSubstr("'shard1' holds float32 [3, 4]"), HasSubstr("'shard0'"))));
+  EXPECT_THAT([&] { stoke::ShardedArrays<double>(files.paths(), files.format()); },
+              ::testing::ThrowsMessage<stoke::InputError>(
+                  HasSubstr("'shard0' holds float32, the dataset reads float64")));
+}
+
+TEST(ShardedArrays, AFileThatChangedSinceOpeningIsRefusedWhenRead) {
+  FakeFiles files({4, 3});
+  stoke::ArrayFileFormat format = files.format();
+  format.load = [files](const std::filesystem::path& path) {
+    stoke::ArrayShard shard = files.load(path);
+    return stoke::ArrayShard(path, {stoke::DType::f32, {2, columns}},
+                             std::vector<std::byte>(2 * columns * sizeof(float)));
+  };
+  const stoke::ShardedArrays<float> arrays(files.paths(), format);
+  EXPECT_THAT([&] { (void)arrays.get(5); },
+              ::testing::ThrowsMessage<stoke::InputError>(
+                  HasSubstr("'shard1' holds float32 [2, 3] now, float32 [3, 3] when")));
+}
+
+TEST(ShardedArrays, WindowsAcrossShardEndsAreKeptAndEqualTheConcatenatedArray) {
+  const FakeFiles files({5, 4, 6});  // 15 rows
+  const auto windows =
+      stoke::ShardedArrays<float>(files.paths(), files.format()) | stoke::windows(4, 2);
+  ASSERT_EQ(windows.size(), (15U - 4U) / 2U + 1U);  // 6 windows, 3 of them across an end
+  for (std::size_t w = 0; w < windows.size(); ++w) {
+    const stoke::ArrayRow<float> window = windows.get(w);  // 4 consecutive rows
+    ASSERT_EQ(window.values.size(), 4 * columns);
+    for (std::size_t t = 0; t < 4; ++t) {
+      EXPECT_EQ(window.values[t * columns + 1], value_at(w * 2 + t, 1))
+          << "window " << w << " step " << t;
+    }
+  }
+  // A window belongs to the shard it starts in: shard 1 begins at row 5, its first window at 6.
+  EXPECT_EQ(windows.shard_begins(), (std::vector<std::size_t>{0, 3, 5}));
+}
+
+TEST(ShardedArrays, AWindowRunningIntoAShardNotResidentReadsOnlyTheRowsItNeeds) {
+  const FakeFiles files({5, 4, 6});
+  stoke::ArrayFileFormat format = files.format();
+  auto heads = std::make_shared<std::vector<std::pair<std::size_t, std::size_t>>>();
+  format.read_rows = [files, heads](const std::filesystem::path& path, std::size_t first,
+                                    std::size_t count) {
+    heads->emplace_back(FakeFiles::shard_of(path), count);
+    const stoke::ArrayShard whole = files.load(path);
+    (*files.loads)[FakeFiles::shard_of(path)]--;  // only the rows are counted as read
+    const auto values = whole.values<float>(first, count);
+    std::vector<std::byte> bytes(values.size_bytes());
+    std::memcpy(bytes.data(), values.data(), bytes.size());
+    return stoke::ArrayShard(path, {stoke::DType::f32, {count, columns}}, std::move(bytes));
+  };
+  const stoke::ShardedArrays<float> arrays(files.paths(), format, {.io_threads = 0});
+  const auto window = arrays.rows(3, 4);  // rows 3, 4 of shard 0 and 5, 6 of shard 1
+  EXPECT_EQ(window.values[3 * columns], value_at(6, 0));
+  EXPECT_EQ((*files.loads)[1].load(), 0) << "shard 1 was read whole";
+  EXPECT_EQ(*heads, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 2}}));
+  EXPECT_EQ(arrays.partial_reads(), (std::pair<std::size_t, std::size_t>{2, 2 * columns * 4}));
+  (void)arrays.get(6);  // shard 1 resident now: its rows come from the cache
+  (void)arrays.rows(3, 4);
+  EXPECT_EQ(heads->size(), 1U);
+}
+
+/// The rows of a batch of `ArrayRow<float>`: the first value of each (its row number x 10).
+struct FirstValues {
+  template <class Device>
+  stoke::testing::ItemsBatch<Device> batch(std::vector<stoke::ArrayRow<float>> rows,
+                                           const Device& device) const {
+    std::vector<std::size_t> out;
+    for (const auto& row : rows) out.push_back(static_cast<std::size_t>(row.values[0] / 10));
+    return {std::move(out), device};
+  }
+};
+
+TEST(ShardedArrays, AShardAwareLoaderReadsEachShardOncePerEpochWithinTheBound) {
+  // Three resident shards: the one being read ahead, the current one, and the previous one,
+  // which batches still in flight may hold (a shard of 12 rows is 1.5 batches).
+  const FakeFiles files({40, 25, 33, 40, 12, 30}, 5ms);
+  const stoke::ShardedArrays<float> arrays(files.paths(), files.format(),
+                                           {.resident = 3, .io_threads = 1});
+  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, FirstValues>({})
+                    .batch_size(8)
+                    .shuffle_shards(3)
+                    .num_workers(2)
+                    .build(arrays);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::size_t> seen = stoke::testing::epoch_items(loader);
+    std::sort(seen.begin(), seen.end());
+    std::vector<std::size_t> all(arrays.size());
+    std::iota(all.begin(), all.end(), 0);
+    EXPECT_EQ(seen, all) << "epoch " << epoch;
+    // At most once per epoch (a shard still resident from the epoch before is not read again).
+    for (std::size_t k = 0; k < files.rows.size(); ++k) {
+      EXPECT_GE((*files.loads)[k].load(), 1) << "shard " << k << ", epoch " << epoch;
+      EXPECT_LE((*files.loads)[k].load(), epoch + 1) << "shard " << k << ", epoch " << epoch;
+    }
+  }
+  const auto stats = arrays.cache_stats();
+  EXPECT_LE(stats.max_resident, 3U);
+  EXPECT_GE(stats.hits, 1U);
+}
+
+TEST(ShardedArrays, NpyFilesWrittenBySaveNpyReadBackAcrossFileEnds) {
+  stoke::testing::TempDir dir;
+  const FakeFiles fake({5, 4, 6});
+  for (std::size_t k = 0; k < fake.rows.size(); ++k) {
+    const stoke::ArrayShard shard = fake.load("shard" + std::to_string(k));
+    stoke::save_npy(dir / ("month_" + std::to_string(k) + ".npy"), shard.info(), shard.bytes());
+  }
+  const auto files = stoke::files_matching(dir.path(), "month_*.npy");
+  const stoke::ShardedArrays<float> arrays(files, stoke::npy_format(), {.io_threads = 0});
+  ASSERT_EQ(arrays.size(), 15U);
+  for (std::size_t first = 0; first + 4 <= arrays.size(); ++first) {
+    const auto window = arrays.rows(first, 4);
+    for (std::size_t t = 0; t < 4; ++t) {
+      ASSERT_EQ(window.values[t * columns + 2], value_at(first + t, 2)) << first << " " << t;
+    }
+  }
+  EXPECT_GT(arrays.partial_reads().first, 0U) << "window heads were read row by row";
+  EXPECT_THAT(
+      [&] { (void)stoke::load_npy_rows(files[0], 3, 3); },
+      ::testing::ThrowsMessage<stoke::InputError>(HasSubstr("has 5 rows, not rows [3, 6)")));
+}
+
+TEST(ShardedArrays, FilesMatchingListsAPatternSortedAndRefusesNoMatch) {
+  stoke::testing::TempDir dir;
+  for (const char* name : {"b_02.npy", "a_01.npy", "notes.txt", "c_03.npy"}) {
+    std::ofstream(dir / name) << "x";
+  }
+  const auto files = stoke::files_matching(dir.path(), "*.npy");
+  ASSERT_EQ(files.size(), 3U);
+  EXPECT_EQ(files[0].filename(), "a_01.npy");
+  EXPECT_EQ(files[2].filename(), "c_03.npy");
+  EXPECT_THAT([&] { (void)stoke::files_matching(dir.path(), "*.h5"); },
+              ::testing::ThrowsMessage<stoke::InputError>(HasSubstr("matches '*.h5'")));
+}
+
+}  // namespace
