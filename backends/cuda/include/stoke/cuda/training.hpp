@@ -119,8 +119,8 @@ inline std::vector<float> download(const Buffer& tensor) {
 /// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
 inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
                      Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history) {
-  const auto sizes = stoke::detail::checked_optimizer_step(
-      detail::backend, step, parameters, {{&velocity, "the velocity tensor"}}, reduced, history);
+  const auto sizes = stoke::detail::checked_sgd_step(detail::backend, step, parameters, velocity,
+                                                     reduced, history);
   const kernels::OptimizerStep shape{sizes.parameters, sizes.begin, sizes.size, sizes.history_slot,
                                      step.learning_rate};
   const kernels::SgdFactors factors{hyper.momentum, hyper.weight_decay};
@@ -137,10 +137,8 @@ inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& 
 inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
                       Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
                       Buffer& history) {
-  const auto sizes = stoke::detail::checked_optimizer_step(
-      detail::backend, step, parameters,
-      {{&first, "the first-moment tensor"}, {&second, "the second-moment tensor"}}, reduced,
-      history);
+  const auto sizes = stoke::detail::checked_adam_step(detail::backend, step, parameters, first,
+                                                      second, reduced, history);
   const kernels::OptimizerStep shape{sizes.parameters, sizes.begin, sizes.size, sizes.history_slot,
                                      step.learning_rate};
   const stoke::detail::AdamFactors adam = stoke::detail::adam_factors(hyper, step.learning_rate);

@@ -115,8 +115,8 @@ inline std::vector<float> download(const Buffer& tensor) {
 /// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
 inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
                      Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history) {
-  const auto sizes = stoke::detail::checked_optimizer_step(
-      detail::backend, step, parameters, {{&velocity, "the velocity tensor"}}, reduced, history);
+  const auto sizes = stoke::detail::checked_sgd_step(detail::backend, step, parameters, velocity,
+                                                     reduced, history);
   struct {
     stoke::detail::OptimizerStepSizes sizes;
     float learning_rate, momentum, weight_decay;
@@ -132,10 +132,8 @@ inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& 
 inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
                       Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
                       Buffer& history) {
-  const auto sizes = stoke::detail::checked_optimizer_step(
-      detail::backend, step, parameters,
-      {{&first, "the first-moment tensor"}, {&second, "the second-moment tensor"}}, reduced,
-      history);
+  const auto sizes = stoke::detail::checked_adam_step(detail::backend, step, parameters, first,
+                                                      second, reduced, history);
   struct {
     stoke::detail::OptimizerStepSizes sizes;
     float learning_rate;

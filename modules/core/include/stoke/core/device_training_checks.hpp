@@ -87,6 +87,27 @@ OptimizerStepSizes checked_optimizer_step(
   return optimizer_step_sizes(backend, step);
 }
 
+/// `checked_optimizer_step` of an SGD step, whose shard state is `velocity`.
+template <class Tensor>
+OptimizerStepSizes checked_sgd_step(std::string_view backend, const OptimizerStepShape& step,
+                                    const Tensor& parameters, const Tensor& velocity,
+                                    const Tensor& reduced, const Tensor& history) {
+  return checked_optimizer_step(backend, step, parameters, {{&velocity, "the velocity tensor"}},
+                                reduced, history);
+}
+
+/// `checked_optimizer_step` of an Adam step, whose shard state is `first` and `second`.
+template <class Tensor>
+OptimizerStepSizes checked_adam_step(std::string_view backend, const OptimizerStepShape& step,
+                                     const Tensor& parameters, const Tensor& first,
+                                     const Tensor& second, const Tensor& reduced,
+                                     const Tensor& history) {
+  return checked_optimizer_step(
+      backend, step, parameters,
+      {{&first, "the first-moment tensor"}, {&second, "the second-moment tensor"}}, reduced,
+      history);
+}
+
 /// Adam's factors of one step: the decoupled decay `1 - lr weight_decay` and the bias
 /// corrections `1 - beta1^t` and `sqrt(1 - beta2^t)`, computed in double as `stoke::Adam` does.
 struct AdamFactors {
