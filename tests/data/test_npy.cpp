@@ -36,9 +36,7 @@ static_assert(
     std::is_same_v<stoke::dataset_item_t<stoke::NpyDataset<float>>, stoke::ArrayRow<float>>);
 
 std::filesystem::path write(const TempDir& dir, const std::string& name, const FileBytes& bytes) {
-  return dir.write(name, std::vector<std::byte>(
-                             reinterpret_cast<const std::byte*>(bytes.data()),
-                             reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size()));
+  return dir.write(name, stoke::testing::file_bytes(bytes));
 }
 
 /// A float32 npy file of `shape` whose values are the formula's.

@@ -34,9 +34,7 @@ using testing::ElementsAre;
 using testing::HasSubstr;
 
 std::filesystem::path write(const TempDir& dir, const std::string& name, const FileBytes& bytes) {
-  return dir.write(name, std::vector<std::byte>(
-                             reinterpret_cast<const std::byte*>(bytes.data()),
-                             reinterpret_cast<const std::byte*>(bytes.data()) + bytes.size()));
+  return dir.write(name, stoke::testing::file_bytes(bytes));
 }
 
 /// A float32 npy file of `count` values of the formula (128 header bytes, then the data).

@@ -17,6 +17,12 @@ namespace stoke::testing {
 /// Bytes of a file.
 using FileBytes = std::vector<std::uint8_t>;
 
+/// `bytes` as the `std::byte`s a file holds (what `TempDir::write` takes).
+inline std::vector<std::byte> file_bytes(const FileBytes& bytes) {
+  const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
+  return {first, first + bytes.size()};
+}
+
 /// An npy header dictionary as numpy writes it: `{'descr': '<f4', 'fortran_order': False,
 /// 'shape': (3, 4), }`.
 inline std::string npy_header(const std::string& descr, const std::vector<std::size_t>& shape,
