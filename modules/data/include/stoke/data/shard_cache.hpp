@@ -52,8 +52,10 @@ struct ShardCacheStats {
 /// 2. At most `options.resident` shards (and `options.max_bytes` bytes, when set) are resident.
 ///    A read ahead evicts only a shard that no batch holds and the plan does not visit next; a
 ///    read on demand prefers such a shard, least recently used first. An epoch that visits
-///    shard after shard reads each once when K covers the shard read ahead, the current one and
-///    those that batches still in flight hold (K = 3 when a batch window spans two shards).
+///    shard after shard reads each once when K covers the shard read ahead and those that the
+///    batches being built read: with W workers and batches that span at most two shards, at
+///    most W + 1 shards, so K = W + 2 (K = 3 for batches much smaller than a shard, whose
+///    workers are mostly within one shard, is usually enough, but not always).
 /// 3. `plan(shards)` tells it the order the epoch visits the shards in; the I/O threads
 ///    then keep the shards after the one acquired last read ahead, as many as fit. Because a
 ///    stoke epoch order is a pure function of (seed, epoch), the loader knows this order before
