@@ -1,9 +1,9 @@
 #pragma once
 /// @file
-/// Launchers of the CUDA backend's kernels (compiled in `src/*.cu`: the batcher's and the
-/// tests' in `normalize.cu`, training's in `training.cu`); each queues its kernel on `stream`
-/// and returns the status of that launch alone (an earlier failure on the thread is not
-/// reported as this launch's).
+/// Launchers of the CUDA backend's kernels (compiled in `src/*.cu`: the batchers' and the
+/// tests' in `normalize.cu` and `normalize_flip_chw.cu`, training's in `training.cu`); each
+/// queues its kernel on `stream` and returns the status of that launch alone (an earlier
+/// failure on the thread is not reported as this launch's).
 
 #include <array>
 #include <cstddef>
@@ -32,6 +32,28 @@ struct ByteTable {
 /// `cpu::ImageBatcher`'s bit for bit.
 cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
                          const ByteTable& table, cudaStream_t stream) noexcept;
+
+/// The float of every byte value of each of up to three channels (a plain array, passed to
+/// the kernel by value): an image normalisation's tables (`stoke::images::Normalization`).
+struct ChannelTables {
+  float values[3][256];  ///< `values[c][b]` is what byte `b` of channel `c` becomes
+};
+
+/// A batch of HWC byte images, one after the other.
+struct ImageRowsShape {
+  std::uint32_t rows;      ///< images
+  std::uint32_t height;    ///< of each image
+  std::uint32_t width;     ///< of each image
+  std::uint32_t channels;  ///< of each image: 1 or 3
+};
+
+/// `out[((n * C + c) * H + y) * W + x] = tables.values[c][b]`, `b` being byte
+/// `((n * H + y) * W + x') * C + c` of `in`, `x' = W - 1 - x` where `flips[n]` is non-zero and
+/// `x` elsewhere: the rows of `in` mirrored where flagged and normalised into CHW floats, equal
+/// bit for bit to `stoke::images::normalize_into` on the host. `flips` is 4-byte aligned.
+cudaError_t normalize_flip_chw(const std::uint8_t* in, const std::uint32_t* flips, float* out,
+                               const ImageRowsShape& shape, const ChannelTables& tables,
+                               cudaStream_t stream) noexcept;
 
 /// Busy-waits on the device for about `nanoseconds` (the device's global timer), reading
 /// `input[0]` when it is not null: a synthetic step of known length for benchmarks and tests.

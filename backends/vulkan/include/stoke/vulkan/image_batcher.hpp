@@ -43,18 +43,20 @@ struct ImageBatch {
 
 namespace detail {
 
-/// The stager and pipeline of every device an `ImageBatcher` (and its copies) batched for.
-class ImageBatcherResources {
+/// The stager and pipeline of every device a batcher (and its copies) batched for: a
+/// `Pipeline` is made from the device's context (`NormalizePipeline` for `ImageBatcher`).
+template <class Pipeline>
+class DeviceResources {
  public:
   /// What one device needs.
   struct PerDevice {
-    std::shared_ptr<Context> context;
-    std::shared_ptr<Stager> stager;
-    std::shared_ptr<NormalizePipeline> pipeline;
+    std::shared_ptr<Context> context;    ///< the device's context
+    std::shared_ptr<Stager> stager;      ///< uploads to it
+    std::shared_ptr<Pipeline> pipeline;  ///< runs on it
   };
 
   /// Resources whose stagers hold `slots` staging buffers each.
-  explicit ImageBatcherResources(std::size_t slots) : slots_(slots) {}
+  explicit DeviceResources(std::size_t slots) : slots_(slots) {}
 
   /// The resources of `device`, made on first use.
   PerDevice of(const Device& device) {
@@ -63,7 +65,7 @@ class ImageBatcherResources {
     if (!entry.context) {
       auto made = context(device);
       entry.stager = std::make_shared<Stager>(made, slots_);
-      entry.pipeline = std::make_shared<NormalizePipeline>(made);
+      entry.pipeline = std::make_shared<Pipeline>(made);
       entry.context = std::move(made);
     }
     return entry;
@@ -74,6 +76,9 @@ class ImageBatcherResources {
   std::mutex mutex_;
   std::unordered_map<Device, PerDevice> devices_;
 };
+
+/// The stager and pipeline of every device an `ImageBatcher` (and its copies) batched for.
+using ImageBatcherResources = DeviceResources<NormalizePipeline>;
 
 }  // namespace detail
 
