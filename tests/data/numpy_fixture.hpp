@@ -4,19 +4,17 @@
 /// process into a directory of its own), and the values they hold.
 
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <filesystem>
 #include <span>
 #include <string>
-#include <system_error>
 #include <type_traits>
 
 #include <stoke/data/sources/array_shard.hpp>
+
+#include "python_fixtures.hpp"
 
 namespace stoke::testing {
 
@@ -47,42 +45,19 @@ void expect_numpy_array(const ArrayShard& shard, const std::vector<std::size_t>&
   expect_numpy_values<T>(shard.values<T>(0, shard.rows()));
 }
 
+/// The script that writes the numpy files.
+struct NumpyFixtureScript {
+  static constexpr const char* python = STOKE_TEST_PYTHON;
+  static constexpr const char* path = STOKE_NPY_FIXTURE_SCRIPT;
+  static constexpr const char* prefix = "stoke-npy-fixtures";
+  static constexpr const char* needs = "numpy";
+};
+
 /// A test of the files numpy wrote; skipped, saying why, when the interpreter lacks numpy.
-class NumpyFiles : public ::testing::Test {
+class NumpyFiles : public PythonFixtureSuite<NumpyFixtureScript> {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = std::filesystem::temp_directory_path() /
-           ("stoke-npy-fixtures-" + std::to_string(::getpid()));
-    std::filesystem::create_directories(dir_);
-    const std::string python = STOKE_TEST_PYTHON;
-    if (python.empty()) {
-      skip_ = "no Python interpreter (STOKE_PYTHON) to write the numpy files";
-      return;
-    }
-    const std::string command =
-        "'" + python + "' '" + STOKE_NPY_FIXTURE_SCRIPT + "' '" + dir_.string() + "'";
-    const int status = std::system(command.c_str());
-    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    if (code == 77) skip_ = "numpy cannot be imported by " + python;
-    if (code != 0 && code != 77)
-      failure_ = command + " failed with status " + std::to_string(status);
-  }
-  static void TearDownTestSuite() {
-    std::error_code ignored;
-    std::filesystem::remove_all(dir_, ignored);
-  }
-  void SetUp() override {
-    ASSERT_TRUE(failure_.empty()) << failure_;
-    if (!skip_.empty()) GTEST_SKIP() << skip_;
-  }
-
   /// The file `name` numpy wrote.
-  static std::filesystem::path file(const std::string& name) { return dir_ / name; }
-
- private:
-  static inline std::filesystem::path dir_;
-  static inline std::string skip_;
-  static inline std::string failure_;
+  static std::filesystem::path file(const std::string& name) { return fixture_dir() / name; }
 };
 
 }  // namespace stoke::testing

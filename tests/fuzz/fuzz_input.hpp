@@ -59,4 +59,8 @@ void refuse_only_with_input_error(Read read) {
   }
 }
 
+/// The most pixels a fuzzed image is decoded at (4 Mi): larger headers are only read, so that
+/// an input stays within libFuzzer's time and memory limits.
+inline constexpr std::uint64_t max_decoded_pixels = std::uint64_t{1} << 22;
+
 }  // namespace stoke::fuzz
