@@ -1,0 +1,240 @@
+// JPEG loading measured side by side: stoke's image loader (an ImageFolder and WebDataset tar
+// shards, random resized crop to 56, flip, per-channel normalisation, batch 256) against the
+// bound, libjpeg-turbo decoding the same JPEGs, already in memory, with the same augmentation
+// in a plain C++ loop on the same number of threads (no loader, no file reads). Prints the
+// figures and `ratio <name>: <x>` lines; `--json FILE` also writes one JSON line per loader
+// for scripts/image-bench.
+#include <sys/resource.h>
+#include <turbojpeg.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include <stoke/images/image_batcher.hpp>
+#include <stoke/images/image_folder.hpp>
+#include <stoke/images/tar_shards.hpp>
+#include <stoke/stoke.hpp>
+
+#include "image_dataset.hpp"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace images = stoke::images;
+
+struct Flags {
+  std::filesystem::path data = "/usr/share/datasets/fashion-mnist";
+  std::filesystem::path dir = "build/image-bench";
+  std::size_t count = 20000;
+  std::size_t batch = 256;
+  std::uint32_t crop = 56;
+  std::size_t threads = 2;
+  std::size_t repetitions = 3;
+  std::uint64_t seed = 11;
+  std::filesystem::path json;
+};
+
+/// One measured pass: images per second, the time to the first batch, and the CPU time (user
+/// and system, all threads) spent per image.
+struct Pass {
+  double images_per_second = 0;
+  double first_batch_seconds = 0;
+  double cpu_microseconds_per_image = 0;
+};
+
+/// CPU seconds this process has used so far, user and system, all threads.
+double cpu_seconds() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  const auto seconds = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
+  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
+}
+
+/// The pipeline both sides run.
+struct Workload {
+  images::Augmentation augmentation;
+  images::Normalization normalization;
+};
+
+/// The bound: `threads` plain threads, each decoding its share of the JPEGs (already in
+/// memory) with TurboJPEG at full size into a reused buffer, drawing the same augmentation
+/// from the same per-sample stream and rendering it into a batch-sized buffer.
+Pass plain_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, const Workload& work,
+                const Flags& flags, std::size_t threads, std::size_t epoch) {
+  const auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      const std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
+      std::vector<std::uint8_t> decoded;
+      const images::ImageShape out{flags.crop, flags.crop, 3};
+      std::vector<float> batch(flags.batch * out.bytes());
+      for (std::size_t i = t; i < jpegs.size(); i += threads) {
+        const std::vector<std::uint8_t>& jpeg = jpegs[i];
+        int width = 0, height = 0, subsampling = 0, colorspace = 0;
+        if (tjDecompressHeader3(handle.get(), jpeg.data(), jpeg.size(), &width, &height,
+                                &subsampling, &colorspace) != 0 ||
+            (decoded.resize(std::size_t(width) * height * 3),
+             tjDecompress2(handle.get(), jpeg.data(), jpeg.size(), decoded.data(), width, 0, height,
+                           TJPF_RGB, TJFLAG_ACCURATEDCT) != 0)) {
+          std::fprintf(stderr, "image_bench: cannot decode JPEG %zu\n", i);
+          std::exit(1);
+        }
+        stoke::SampleRng rng(flags.seed, epoch, i);
+        const images::AugmentDraw draw =
+            work.augmentation.draw(std::uint32_t(height), std::uint32_t(width), rng);
+        const std::size_t row = (i / threads) % flags.batch;
+        images::render_normalized(
+            images::ImageView{decoded, {std::uint32_t(height), std::uint32_t(width), 3}}, draw, out,
+            work.normalization, std::span(batch).subspan(row * out.bytes(), out.bytes()));
+      }
+    });
+  }
+  for (auto& thread : pool) thread.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return {double(jpegs.size()) / seconds, 0.0,
+          1e6 * (cpu_seconds() - cpu_start) / double(jpegs.size())};
+}
+
+/// One epoch of a stoke loader over `dataset` with `flags.threads` workers, from building the
+/// loader (its first batch is timed from there) to its last batch.
+template <class Dataset>
+Pass stoke_loader(const Dataset& dataset, const Workload& work, const Flags& flags,
+                  std::size_t epoch, bool shards, bool reduced) {
+  const auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
+  images::ImageBatcher batcher{.augmentation = work.augmentation,
+                               .normalization = work.normalization,
+                               .decoding = {.channels = 3, .reduced_decode = reduced}};
+  auto builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, images::ImageBatcher>(batcher)
+                     .batch_size(flags.batch)
+                     .num_workers(flags.threads);
+  if (shards) {
+    builder.shuffle_shards(flags.seed);
+  } else {
+    builder.shuffle(flags.seed);
+  }
+  auto loader = builder.build(dataset);
+  loader.set_epoch(epoch);
+  Pass pass;
+  std::size_t seen = 0;
+  for (const auto& batch : loader.iter()) {
+    if (seen == 0) {
+      pass.first_batch_seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    }
+    seen += batch.size();
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  pass.images_per_second = double(seen) / seconds;
+  pass.cpu_microseconds_per_image = 1e6 * (cpu_seconds() - cpu_start) / double(seen);
+  return pass;
+}
+
+double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
+}
+
+/// The figures of one loader over the passes.
+struct Series {
+  std::string name;
+  std::vector<double> rates;
+  std::vector<double> first;
+  std::vector<double> cpu;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"stoke: JPEG loading against a plain libjpeg-turbo loop"};
+  Flags flags;
+  app.add_option("--data", flags.data, "Fashion-MNIST IDX folder")->capture_default_str();
+  app.add_option("--dir", flags.dir, "where the JPEGs are written")->capture_default_str();
+  app.add_option("--count", flags.count, "images")->capture_default_str();
+  app.add_option("--batch", flags.batch, "batch size")->capture_default_str();
+  app.add_option("--threads", flags.threads, "loader threads and bound threads")
+      ->capture_default_str();
+  app.add_option("--repetitions", flags.repetitions, "passes of each (median)")
+      ->capture_default_str();
+  app.add_option("--json", flags.json, "also write one JSON line per loader to this file");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    const stoke::IdxClassificationDataset source(flags.data / "train-images-idx3-ubyte.gz",
+                                                 flags.data / "train-labels-idx1-ubyte.gz");
+    const auto files = image_example::write_dataset(source, {.count = flags.count}, flags.dir);
+    const images::ImageFolder folder(files.folder);
+    const images::TarShards shards(files.shards);
+    std::vector<std::vector<std::uint8_t>> jpegs;
+    for (std::size_t i = 0; i < folder.size(); ++i) {
+      const images::EncodedImage image = folder.get(i);
+      jpegs.emplace_back(image.bytes.begin(), image.bytes.end());
+    }
+    const Workload work{
+        images::random_resized_crop(flags.crop, flags.crop) | images::horizontal_flip(),
+        images::Normalization({0.5F, 0.5F, 0.5F}, {0.25F, 0.25F, 0.25F})};
+
+    const std::string threads = std::to_string(flags.threads) + " threads";
+    std::vector<Series> series{
+        {"bound, 1 thread (JPEGs in memory)", {}, {}, {}},
+        {"bound, " + threads + " (JPEGs in memory)", {}, {}, {}},
+        {"stoke, image folder, " + threads, {}, {}, {}},
+        {"stoke, tar shards, " + threads, {}, {}, {}},
+        {"stoke, tar shards, " + threads + ", reduced-size decode", {}, {}, {}}};
+    for (std::size_t r = 0; r < flags.repetitions + 1; ++r) {  // pass 0 warms the page cache
+      const Pass passes[] = {plain_loop(jpegs, work, flags, 1, r),
+                             plain_loop(jpegs, work, flags, flags.threads, r),
+                             stoke_loader(folder, work, flags, r, false, false),
+                             stoke_loader(shards, work, flags, r, true, false),
+                             stoke_loader(shards, work, flags, r, true, true)};
+      if (r == 0) continue;
+      for (std::size_t s = 0; s < series.size(); ++s) {
+        series[s].rates.push_back(passes[s].images_per_second);
+        series[s].first.push_back(passes[s].first_batch_seconds);
+        series[s].cpu.push_back(passes[s].cpu_microseconds_per_image);
+      }
+    }
+    const double bound = median(series[1].rates);
+    std::printf(
+        "%zu JPEGs of 64x64 RGB, random resized crop to %u, flip, normalise, batch %zu; "
+        "median of %zu passes\n",
+        jpegs.size(), flags.crop, flags.batch, flags.repetitions);
+    std::FILE* json = flags.json.empty() ? nullptr : std::fopen(flags.json.c_str(), "w");
+    if (!flags.json.empty() && json == nullptr) {
+      throw stoke::Error("image_bench: cannot write " + flags.json.string());
+    }
+    for (const Series& s : series) {
+      const auto [low, high] = std::minmax_element(s.rates.begin(), s.rates.end());
+      std::printf("%-52s %6.0f images/s (%.0f to %.0f)  %.2f of the bound  %5.1f us CPU/image",
+                  s.name.c_str(), median(s.rates), *low, *high, median(s.rates) / bound,
+                  median(s.cpu));
+      if (s.name.starts_with("stoke")) std::printf("  first batch %.1f ms", 1e3 * median(s.first));
+      std::printf("\n");
+      if (json != nullptr) {
+        std::fprintf(json,
+                     "{\"loader\": \"%s\", \"images_per_second\": %.1f, "
+                     "\"first_batch_seconds\": %.5f, \"cpu_microseconds_per_image\": %.2f}\n",
+                     s.name.c_str(), median(s.rates), median(s.first), median(s.cpu));
+      }
+    }
+    if (json != nullptr) std::fclose(json);
+    std::printf("ratio image_folder_over_bound: %.3f\n", median(series[2].rates) / bound);
+    std::printf("ratio image_tar_over_bound: %.3f\n", median(series[3].rates) / bound);
+    std::printf("ratio image_tar_cpu_per_image_over_bound: %.3f\n",
+                median(series[3].cpu) / median(series[1].cpu));
+    std::printf("ratio image_reduced_decode_speedup: %.3f\n",
+                median(series[4].rates) / median(series[3].rates));
+  } catch (const std::exception& error) {
+    std::fprintf(stderr, "image_bench: %s\n", error.what());
+    return 1;
+  }
+  return 0;
+}
