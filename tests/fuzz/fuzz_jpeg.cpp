@@ -38,7 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       std::abort();  // the header read twice, two answers
     }
     const img::Image image = img::decode_image(bytes, "fuzz.jpg", {3, 0, 0});
-    if (image.pixels.size() != image.shape.bytes() || image.shape != img::decoded_shape(info, 3, 0, 0)) {
+    if (image.pixels.size() != image.shape.bytes() ||
+        image.shape != img::decoded_shape(info, 3, 0, 0)) {
       std::abort();
     }
   });
