@@ -97,6 +97,8 @@ using stoke::RankSplit;
 using stoke::Remainder;
 using stoke::remainder_name;
 using stoke::remainder_named;
+using stoke::replaced_samples;
+using stoke::ReplacingBatcher;
 using stoke::ResumePoint;
 using stoke::sample_rng;
 using stoke::SampleContext;

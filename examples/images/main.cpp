@@ -167,7 +167,7 @@ int main(int argc, char** argv) {
     for (const auto& epoch : result.epochs) {
       std::printf("epoch %zu: %.0f samples/s, test accuracy %.4f, bad samples replaced %zu\n",
                   epoch.epoch, epoch.samples_per_second, epoch.valid_accuracy,
-                  augmenting.log->count(epoch.epoch));
+                  epoch.replaced_samples);
     }
     for (const auto& bad : augmenting.log->samples()) {
       if (bad.epoch != 0) continue;

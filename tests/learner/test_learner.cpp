@@ -8,6 +8,7 @@
 #include <fstream>
 #include <memory>
 #include <span>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -285,6 +286,55 @@ TEST(Learner, WritesAMetricsCsvWithOneLinePerEpoch) {
   EXPECT_THAT(lines[0], ::testing::EndsWith("wait_s_device0,wait_s_device1"));
   EXPECT_THAT(lines[3], ::testing::StartsWith("2,"));
   std::filesystem::remove_all(dir);
+}
+
+/// A batcher that says it replaced 10 * epoch + 1 samples in each epoch: the learner only
+/// relays what a `ReplacingBatcher` counts.
+struct CountingBatcher : ImageBatcher {
+  [[nodiscard]] std::size_t replaced_samples(std::size_t epoch) const { return 10 * epoch + 1; }
+};
+
+TEST(Learner, ReportsTheSamplesItsBatcherReplacedInTheMetricsTheCsvAndTheEpochLine) {
+  static_assert(stoke::ReplacingBatcher<CountingBatcher>);
+  static_assert(!stoke::ReplacingBatcher<ImageBatcher>);
+  const ToyImages train(200), valid(50, 9);
+  const auto dir = fresh_directory("replaced");
+  auto learner = make_learner(2, {.epochs = 2, .metrics_csv = dir / "metrics.csv"});
+  auto train_loader = stoke::DataLoaderBuilder<Backend, CountingBatcher>({})
+                          .batch_size(8)
+                          .shuffle(4)
+                          .drop_last()
+                          .build(train);
+  const stoke::FitResult result = learner.fit(train_loader, valid_loader_for(valid));
+  ASSERT_EQ(result.epochs.size(), 2u);
+  EXPECT_EQ(result.epochs[0].replaced_samples, 1u);
+  EXPECT_EQ(result.epochs[1].replaced_samples, 11u);
+  EXPECT_THAT(stoke::describe(result.epochs[1], 2),
+              ::testing::HasSubstr("| 11 bad samples replaced"));
+  EXPECT_THAT(stoke::describe(result.epochs[0], 2), ::testing::EndsWith("| 1 bad sample replaced"));
+  std::ifstream csv(dir / "metrics.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_THAT(lines[0], ::testing::HasSubstr(",learning_rate,replaced_samples,wait_s_device0"));
+  // The replaced count is the ninth column.
+  const auto column = [](const std::string& line, std::size_t k) {
+    std::istringstream fields(line);
+    std::string field;
+    for (std::size_t i = 0; i <= k; ++i) std::getline(fields, field, ',');
+    return field;
+  };
+  EXPECT_EQ(column(lines[1], 8), "1");
+  EXPECT_EQ(column(lines[2], 8), "11");
+  std::filesystem::remove_all(dir);
+}
+
+TEST(Learner, AnImageBatcherWithoutBadSamplesReportsNone) {
+  const ToyImages train(100), valid(50, 9);
+  auto learner = make_learner(1, {.epochs = 1});
+  const stoke::FitResult result = learner.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  ASSERT_EQ(result.epochs.size(), 1u);
+  EXPECT_EQ(result.epochs[0].replaced_samples, 0u);
 }
 
 TEST(Learner, CheckpointWeightsAreNamedTensors) {

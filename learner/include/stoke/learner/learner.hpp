@@ -20,6 +20,7 @@
 
 #include <stoke/core/collective.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/data/replaced_samples.hpp>
 #include <stoke/data/split.hpp>
 #include <stoke/data/training_loader.hpp>
 #include <stoke/learner/checkpoint.hpp>
@@ -336,6 +337,7 @@ class Learner {
               : 0.0;
       metrics.learning_rate = learning_rate;
       for (std::size_t k = 0; k < devices; ++k) metrics.wait_seconds.push_back(epoch_values[3 + k]);
+      metrics.replaced_samples = stoke::replaced_samples(loader, epoch);
       run.result->epochs.push_back(metrics);
       run.csv->write(metrics);
       if (options_.log != nullptr) {

@@ -32,6 +32,9 @@ struct EpochMetrics {
   double seconds = 0.0;              ///< wall time of the epoch's training
   float learning_rate = 0.0f;        ///< at the epoch's last step
   std::vector<double> wait_seconds;  ///< per device: time its steps waited for data
+  /// samples the training loader's batcher replaced this epoch (`ReplacingBatcher`: bad
+  /// images under a bad-sample policy), in this process
+  std::size_t replaced_samples = 0;
 };
 
 /// Appends one line per epoch to a CSV file (header first when the file is new or reset).
@@ -54,15 +57,15 @@ class MetricsCsv {
     errno = 0;
     if (!header_written_) {
       out_ << "epoch,train_loss,train_accuracy,valid_loss,valid_accuracy,samples_per_second,"
-              "seconds,learning_rate";
+              "seconds,learning_rate,replaced_samples";
       for (std::size_t d = 0; d < metrics.wait_seconds.size(); ++d) out_ << ",wait_s_device" << d;
       out_ << '\n';
       header_written_ = true;
     }
-    out_ << fmt::format("{},{:.6f},{:.6f},{:.6f},{:.6f},{:.1f},{:.3f},{:.6g}", metrics.epoch,
+    out_ << fmt::format("{},{:.6f},{:.6f},{:.6f},{:.6f},{:.1f},{:.3f},{:.6g},{}", metrics.epoch,
                         metrics.train_loss, metrics.train_accuracy, metrics.valid_loss,
                         metrics.valid_accuracy, metrics.samples_per_second, metrics.seconds,
-                        metrics.learning_rate);
+                        metrics.learning_rate, metrics.replaced_samples);
     for (const double wait : metrics.wait_seconds) out_ << fmt::format(",{:.4f}", wait);
     out_ << '\n';
     out_.flush();
@@ -88,10 +91,14 @@ inline std::string describe(const EpochMetrics& metrics, std::size_t epochs) {
   }
   return fmt::format(
       "epoch {}/{}: train loss {:.4f} acc {:.4f} | valid loss {:.4f} acc {:.4f} | {:.0f} "
-      "samples/s | {:.1f} s | data wait per device {} s | lr {:.4g}",
+      "samples/s | {:.1f} s | data wait per device {} s | lr {:.4g}{}",
       metrics.epoch + 1, epochs, metrics.train_loss, metrics.train_accuracy, metrics.valid_loss,
       metrics.valid_accuracy, metrics.samples_per_second, metrics.seconds, waits,
-      metrics.learning_rate);
+      metrics.learning_rate,
+      metrics.replaced_samples == 0
+          ? std::string()
+          : fmt::format(" | {} bad sample{} replaced", metrics.replaced_samples,
+                        metrics.replaced_samples == 1 ? "" : "s"));
 }
 
 /// Whether standard output is a terminal (live progress lines) or not (plain lines).

@@ -14,6 +14,7 @@
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
 #include <stoke/data/prefetch.hpp>
+#include <stoke/data/replaced_samples.hpp>
 #include <stoke/data/sample_context.hpp>
 #include <stoke/data/shard_cache.hpp>
 #include <stoke/data/shard_ranks.hpp>

@@ -407,6 +407,13 @@ class PrefetchLoader {
   [[nodiscard]] std::size_t depth() const noexcept { return depth_; }
   /// The loader whose batches are uploaded.
   [[nodiscard]] const L& inner() const noexcept { return *inner_; }
+
+  /// The batcher of the loader it wraps (for a loader that shows its batcher).
+  [[nodiscard]] decltype(auto) batcher() const
+    requires requires(const L& loader) { loader.batcher(); }
+  {
+    return inner_->batcher();
+  }
   /// The stager of this loader's device, or null before the first `iter()`.
   [[nodiscard]] const stager_t<B>* stager() const noexcept { return stager_.get(); }
 

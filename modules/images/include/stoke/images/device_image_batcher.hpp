@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <stoke/core/rng.hpp>
+#include <stoke/data/replaced_samples.hpp>
 #include <stoke/images/augment_draw.hpp>
 #include <stoke/images/augmentation.hpp>
 #include <stoke/images/bad_samples.hpp>
@@ -96,6 +97,9 @@ struct DeviceImageBatcher {
       std::make_shared<BadSampleLog>();
   std::shared_ptr<Resources> resources =  ///< per-device stagers and kernels, shared with copies
       std::make_shared<Resources>(default_staging_slots);
+
+  /// The distinct samples replaced in `epoch` in this process (`ReplacingBatcher`).
+  [[nodiscard]] std::size_t replaced_samples(std::size_t epoch) const { return log->count(epoch); }
 
   /// The shape of one rendered image (HWC; a row holds it as CHW floats).
   [[nodiscard]] ImageShape output_shape() const noexcept {

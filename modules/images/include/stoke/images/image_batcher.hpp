@@ -16,6 +16,7 @@
 #include <stoke/cpu/classification.hpp>
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/tensor.hpp>
+#include <stoke/data/replaced_samples.hpp>
 #include <stoke/images/augmentation.hpp>
 #include <stoke/images/bad_samples.hpp>
 #include <stoke/images/detail/image_rows.hpp>
@@ -80,6 +81,9 @@ struct ImageBatcher {
     cpu::ClassificationBatch out_;
   };
 
+  /// The distinct samples replaced in `epoch` in this process (`ReplacingBatcher`).
+  [[nodiscard]] std::size_t replaced_samples(std::size_t epoch) const { return log->count(epoch); }
+
   /// The shape of one rendered image (HWC; a row holds it as CHW floats).
   [[nodiscard]] ImageShape output_shape() const noexcept {
     return {augmentation.height(), augmentation.width(), decoding.channels};
@@ -114,5 +118,7 @@ struct ImageBatcher {
     }
   }
 };
+
+static_assert(ReplacingBatcher<ImageBatcher>);
 
 }  // namespace stoke::images

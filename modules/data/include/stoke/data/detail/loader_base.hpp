@@ -81,6 +81,8 @@ class LoaderBase {
   [[nodiscard]] const EpochPlan& plan() const noexcept { return plan_; }
   /// The dataset.
   [[nodiscard]] const S& dataset() const noexcept { return source_->dataset(); }
+  /// The batcher (shared with the loader's copies, slices and parts).
+  [[nodiscard]] const T& batcher() const noexcept { return source_->batcher(); }
 
   /// A loader over positions `[begin, end)` of this loader's epoch sequence (clamped to it).
   /// Slices of one loader share its epoch order, so disjoint slices read disjoint samples.
