@@ -15,6 +15,7 @@
 #include <stoke/images/decode.hpp>
 #include <stoke/images/encode.hpp>
 #include <stoke/images/image_batcher.hpp>
+#include <stoke/images/render_row.hpp>
 #include <stoke/stoke.hpp>
 
 #include "test_jpegs.hpp"
@@ -277,6 +278,37 @@ TEST(ImageBatcher, ReducedSizeDecodingKeepsTheShapeAndStaysCloseToFullDecoding) 
   }
   EXPECT_TRUE(any) << "a reduced decode of 256 pixels to 32 should differ somewhat";
   EXPECT_LT(difference / double(full_rows.size()), 0.08) << "mean difference in [0, 1] units";
+}
+
+TEST(ImageBatcher, AnImageOfTheOutputShapeTakenWholeIsDecodedStraightIntoTheRow) {
+  const images::EncodedImage item = stoke::testing::encoded(
+      images::encode_jpeg(stoke::testing::pattern(24, 20, 3).view()), "whole.jpg", 1);
+  const images::Augmentation whole = images::resize(24, 20) | images::horizontal_flip(1.0F);
+  const images::PrepareOptions options{.channels = 3, .reduced_decode = true};
+  stoke::SampleRng rng(1, 0, 0);
+  const images::DecodePlan plan = images::plan_decode(item, whole, options, rng);
+  EXPECT_TRUE(images::renders_as_decoded(plan, {24, 20, 3}));
+  std::vector<std::uint8_t> row(24 * 20 * 3);
+  const images::AugmentDraw draw =
+      images::render_row_bytes(item, whole, options, stoke::SampleRng(1, 0, 0), row);
+  EXPECT_TRUE(draw.flip) << "the flip is left to the normalisation";
+  EXPECT_EQ(row, images::decode_image(item).pixels);
+  // Halving it: decoded at 1/2 by DCT scaling, that too is the output as decoded; without
+  // reduced decoding it is resized.
+  stoke::SampleRng again(1, 0, 0);
+  EXPECT_TRUE(images::renders_as_decoded(
+      images::plan_decode(item, images::resize(12, 10), options, again), {12, 10, 3}));
+  stoke::SampleRng full(1, 0, 0);
+  EXPECT_FALSE(images::renders_as_decoded(
+      images::plan_decode(item, images::resize(12, 10), {.channels = 3, .reduced_decode = false},
+                          full),
+      {12, 10, 3}));
+  // A jitter renders too.
+  stoke::SampleRng jitter_rng(1, 0, 0);
+  EXPECT_FALSE(images::renders_as_decoded(
+      images::plan_decode(item, images::resize(24, 20) | images::color_jitter(0.5F, 0.0F, 0.0F),
+                          options, jitter_rng),
+      {24, 20, 3}));
 }
 
 TEST(ImageBatcher, ALabelAboveInt32IsRefusedNamingTheItem) {

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include <stoke/images/encode.hpp>
 #include <stoke/images/image_batcher.hpp>
 #include <stoke/images/vulkan_image_batcher.hpp>
 #include <stoke/stoke.hpp>
@@ -66,6 +67,23 @@ TEST_F(VulkanImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
     EXPECT_EQ(expect_equal_epochs<vk::Backend>(on_cpu, on_device, jitter ? "grey, jitter" : "grey"),
               items.size());
   }
+}
+
+TEST_F(VulkanImageBatcher, ImagesOfTheOutputShapeDecodeStraightIntoStagingAndEqualTheCpu) {
+  std::vector<images::EncodedImage> items;
+  for (std::uint32_t i = 0; i < 9; ++i) {
+    items.push_back(
+        stoke::testing::encoded(images::encode_jpeg(stoke::testing::pattern(24, 20, i).view()),
+                                "whole-" + std::to_string(i) + ".jpg", i % 10));
+  }
+  images::ImageBatcher cpu = cpu_batcher(false);
+  cpu.augmentation = images::resize(24, 20) | images::horizontal_flip();
+  auto on_cpu = CpuBuilder(cpu).batch_size(4).shuffle(2).build_batch_loader(Dataset(items));
+  auto on_device = VulkanBuilder(same_settings_on<images::VulkanImageBatcher>(cpu))
+                       .batch_size(4)
+                       .shuffle(2)
+                       .build_batch_loader(Dataset(items));
+  EXPECT_EQ(expect_equal_epochs<vk::Backend>(on_cpu, on_device, "decoded straight"), items.size());
 }
 
 TEST_F(VulkanImageBatcher, ABatchHasTheShapeOfTheCpuBatchOnTheDeviceItIsFor) {

@@ -41,11 +41,18 @@ inline std::uint32_t min_decoded_extent(std::uint32_t source, float box, std::ui
 
 }  // namespace detail
 
-/// Reads `item`'s header, draws `augmentation` from `rng`, and decodes `item` into `scratch`
-/// (resized as needed). Throws `InputError` naming `item.source` if it cannot be decoded.
-inline PreparedImage prepare_image(const EncodedImage& item, const Augmentation& augmentation,
-                                   const PrepareOptions& options, SampleRng& rng,
-                                   std::vector<std::uint8_t>& scratch) {
+/// What a row decodes: the header read, the augmentation drawn, the shape to decode at.
+struct DecodePlan {
+  ImageShape decoded;  ///< the shape `decode_into` is to give (reduced, when allowed)
+  AugmentDraw draw;    ///< the draw, its box in the pixels of `decoded`
+};
+
+/// Reads `item`'s header and draws `augmentation` from `rng`; the shape to decode it at (the
+/// smallest DCT scale that keeps the crop at least the output size, with
+/// `options.reduced_decode`) and the draw in that shape's pixels. Throws `InputError` naming
+/// `item.source` for a header that cannot be read.
+inline DecodePlan plan_decode(const EncodedImage& item, const Augmentation& augmentation,
+                              const PrepareOptions& options, SampleRng& rng) {
   const EncodedInfo info = read_image_info(item.bytes, item.source);
   AugmentDraw draw = augmentation.draw(info.height, info.width, rng);
   std::uint32_t min_height = info.height;
@@ -55,11 +62,31 @@ inline PreparedImage prepare_image(const EncodedImage& item, const Augmentation&
     min_width = detail::min_decoded_extent(info.width, draw.box.width, augmentation.width());
   }
   const ImageShape shape = decoded_shape(info, options.channels, min_height, min_width);
-  scratch.resize(shape.bytes());
-  decode_into(item.bytes, item.source, shape, scratch);
   const ImageShape original{info.height, info.width, options.channels};
   if (shape != original) draw.box = scaled_box(draw.box, original, shape);
-  return {ImageView{scratch, shape}, draw};
+  return {shape, draw};
+}
+
+/// Whether rendering `draw` into `out` is a copy of the decoded image: the box is the whole of
+/// an image already of the output shape, and no colour jitter applies. The bytes can then be
+/// decoded straight into the output.
+[[nodiscard]] inline bool renders_as_decoded(const DecodePlan& plan, ImageShape out) noexcept {
+  const CropBox& box = plan.draw.box;
+  return plan.decoded == out && box.top == 0.0F && box.left == 0.0F &&
+         box.height == static_cast<float>(out.height) &&
+         box.width == static_cast<float>(out.width) && !plan.draw.has_color_jitter();
+}
+
+/// Reads `item`'s header, draws `augmentation` from `rng` and decodes `item` into `scratch`
+/// (resized as needed), as `plan_decode` plans. Throws `InputError` naming `item.source` if it
+/// cannot be decoded.
+inline PreparedImage prepare_image(const EncodedImage& item, const Augmentation& augmentation,
+                                   const PrepareOptions& options, SampleRng& rng,
+                                   std::vector<std::uint8_t>& scratch) {
+  const DecodePlan plan = plan_decode(item, augmentation, options, rng);
+  scratch.resize(plan.decoded.bytes());
+  decode_into(item.bytes, item.source, plan.decoded, scratch);
+  return {ImageView{scratch, plan.decoded}, plan.draw};
 }
 
 }  // namespace stoke::images

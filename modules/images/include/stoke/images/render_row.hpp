@@ -31,17 +31,26 @@ namespace detail {
 /// Decodes `item`, draws its augmentation from `rng` (`prepare_image`) and renders it
 /// (`render`: crop, resize and colour jitter, WITHOUT the flip) into `out_hwc`, an
 /// `augmentation.height() x augmentation.width() x options.channels` HWC byte image; returns
-/// the draw, whose `flip` says whether the row is still to be mirrored. Throws `InputError`
+/// the draw, whose `flip` says whether the row is still to be mirrored. An image already of
+/// the output shape, taken whole without colour jitter, is decoded straight into `out_hwc`
+/// (`renders_as_decoded`): rendering it would copy it unchanged. Throws `InputError`
 /// naming `item.source` when it cannot be decoded, and `UsageError` when `out_hwc` is not as
 /// long as that image or the channels are not 1 or 3.
 inline AugmentDraw render_row_bytes(const EncodedImage& item, const Augmentation& augmentation,
                                     const PrepareOptions& options, SampleRng rng,
                                     std::span<std::uint8_t> out_hwc) {
-  const PreparedImage prepared =
-      prepare_image(item, augmentation, options, rng, detail::thread_decode_scratch());
-  render(prepared.image, prepared.draw,
-         ImageShape{augmentation.height(), augmentation.width(), options.channels}, out_hwc);
-  return prepared.draw;
+  const ImageShape out{augmentation.height(), augmentation.width(), options.channels};
+  const DecodePlan plan = plan_decode(item, augmentation, options, rng);
+  if (renders_as_decoded(plan, out) && out_hwc.size() == out.bytes()) {
+    // The shape is known and nothing moves: decode straight into the row (staging memory).
+    decode_into(item.bytes, item.source, out, out_hwc);
+    return plan.draw;
+  }
+  std::vector<std::uint8_t>& scratch = detail::thread_decode_scratch();
+  scratch.resize(plan.decoded.bytes());
+  decode_into(item.bytes, item.source, plan.decoded, scratch);
+  render(ImageView{scratch, plan.decoded}, plan.draw, out, out_hwc);
+  return plan.draw;
 }
 
 }  // namespace stoke::images
