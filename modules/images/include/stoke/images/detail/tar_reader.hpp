@@ -139,14 +139,15 @@ inline PaxOverrides read_pax_records(std::string_view data, std::string_view fil
   while (at < data.size()) {
     if (data[at] == '\0') break;  // some writers pad the data with NULs
     const std::size_t space = data.find(' ', at);
-    const auto length =
-        space == std::string_view::npos ? std::nullopt : tar_decimal(data.substr(at, space - at));
+    // 0 stands for no length: a record is longer than its length field and the space.
+    const std::uint64_t length =
+        space == std::string_view::npos ? 0 : tar_decimal(data.substr(at, space - at)).value_or(0);
     const std::string where = "pax record at byte " + std::to_string(at) + " of its data";
-    if (!length || *length <= space - at + 1 || *length > data.size() - at) {
+    if (length <= space - at + 1 || length > data.size() - at) {
       tar_fail(file, header_offset,
                where + ": no valid length (a record is '<length> key=value\\n')");
     }
-    const std::string_view record = data.substr(at, static_cast<std::size_t>(*length));
+    const std::string_view record = data.substr(at, static_cast<std::size_t>(length));
     if (record.back() != '\n') tar_fail(file, header_offset, where + ": does not end in a newline");
     const std::string_view body = record.substr(space - at + 1, record.size() - (space - at + 2));
     const std::size_t equals = body.find('=');
