@@ -205,6 +205,25 @@ TEST(ImageBatcher, BadSamplesAreReplacedByTheNextGoodOneLoggedAndCountedPerEpoch
   EXPECT_EQ(logged[3].epoch, 1U);
 }
 
+TEST(ImageBatcher, BadSamplesAreReplacedTheSameWayForOneAndSeveralWorkers) {
+  auto items = jpegs(40);
+  for (const std::size_t bad : {3, 4, 5, 17, 30}) {
+    items[bad] = truncated(items[bad], "bad-" + std::to_string(bad) + ".jpg");
+  }
+  images::ImageBatcher tolerant = batcher();
+  tolerant.bad_samples.max_per_epoch = 5;
+  tolerant.decoding = {.channels = 1, .reduced_decode = true};
+  tolerant.normalization = images::Normalization(0.5F, 0.25F);
+  images::ImageBatcher threaded_tolerant = tolerant;
+  threaded_tolerant.log = std::make_shared<images::BadSampleLog>();
+  auto single = Builder(tolerant).batch_size(8).shuffle(3).build_batch_loader(Dataset(items));
+  auto threaded =
+      Builder(threaded_tolerant).batch_size(8).shuffle(3).num_workers(3).build(Dataset(items));
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    EXPECT_EQ(epoch_rows(single), epoch_rows(threaded)) << "epoch " << epoch;
+  }
+}
+
 TEST(ImageBatcher, OneBadSampleMoreThanThePolicyAllowsEndsTheRunNamingThemAll) {
   auto items = jpegs(9);
   for (const std::size_t bad : {1, 4, 7}) {
