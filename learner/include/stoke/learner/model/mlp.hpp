@@ -48,9 +48,16 @@ inline void fill_normal(std::span<float> out, double stddev, SampleRng& rng) {
   }
 }
 
+/// The Mlp's own float buffers (parameters, activations, backward scratch), aligned to
+/// Eigen's largest packet. Eigen computes a buffer's elements up to its first aligned address
+/// one at a time and the rest in packets, and a scalar `exp` rounds unlike a packet one: with
+/// `malloc`'s 16-byte alignment, the softmax's last bits moved with where the heap put the
+/// activations, which other threads change from run to run.
+using AlignedFloats = std::vector<float, Eigen::aligned_allocator<float>>;
+
 /// Grows `buffer` to at least `size` elements; never shrinks, so a warmed-up replica does not
 /// allocate again.
-inline float* scratch(std::vector<float>& buffer, std::size_t size) {
+inline float* scratch(AlignedFloats& buffer, std::size_t size) {
   if (buffer.size() < size) buffer.resize(size);
   return buffer.data();
 }
@@ -250,6 +257,14 @@ class Mlp {
     return out;
   }
 
+  // Writes the sum of `matrix`'s rows into `out`, row after row. Eigen's `colwise().sum()`
+  // sums a column in another order where `out` is aligned than where it is not, so the bias
+  // gradients' last bits depended on the address of the caller's gradient buffer.
+  static void sum_rows(const Eigen::Map<const Matrix>& matrix, Eigen::Map<detail::MlpRow> out) {
+    out.setZero();
+    for (Index row = 0; row < matrix.rows(); ++row) out += matrix.row(row);
+  }
+
   // Backpropagates the output gradient left in the last activation; writes every layer's
   // weight and bias gradient sums into `gradients`.
   void backward(const Eigen::Map<const Matrix>& input, std::size_t rows,
@@ -258,17 +273,17 @@ class Mlp {
     const float* p = parameters_.data();
     const auto n = ix(rows);
     float* delta_data = activation(layer_count() - 1, n).data();  // softmax - one_hot
-    std::vector<float>* next_buffer = &delta_a_;
+    detail::AlignedFloats* next_buffer = &delta_a_;
     for (std::size_t l = layer_count(); l-- > 0;) {
       const Eigen::Map<const Matrix> delta(delta_data, n, ix(sizes_[l + 1]));
       if (l == 0) {
         weights(g, l).noalias() = input.transpose() * delta;
-        biases(g, l).noalias() = delta.colwise().sum();
+        sum_rows(delta, biases(g, l));
         break;
       }
       const auto below = activation(l - 1, n);  // this layer's input, post-ReLU
       weights(g, l).noalias() = below.transpose() * delta;
-      biases(g, l).noalias() = delta.colwise().sum();
+      sum_rows(delta, biases(g, l));
       Eigen::Map<Matrix> previous(
           detail::scratch(*next_buffer, static_cast<std::size_t>(n * below.cols())), n,
           below.cols());
@@ -281,9 +296,9 @@ class Mlp {
 
   std::vector<std::size_t> sizes_;
   std::vector<std::size_t> offsets_;  // start of every layer's weights in parameters_
-  std::vector<float> parameters_;
-  mutable std::vector<std::vector<float>> activations_;  // one per layer, grow-only
-  mutable std::vector<float> delta_a_, delta_b_;         // backward ping-pong, grow-only
+  detail::AlignedFloats parameters_;
+  mutable std::vector<detail::AlignedFloats> activations_;  // one per layer, grow-only
+  mutable detail::AlignedFloats delta_a_, delta_b_;         // backward ping-pong, grow-only
 };
 
 }  // namespace stoke
