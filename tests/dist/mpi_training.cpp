@@ -1,6 +1,8 @@
 // Under mpirun -np N with --devices D per rank: every sample of an epoch is seen exactly once
 // across all ranks and devices, every device runs the same number of batches, and training
-// follows the same loss curve as one process with the same global batch.
+// follows the same loss curve as one process with the same global batch (2 ranks of 1 device:
+// the same bits as 1 process of 2 devices, Adam included).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -151,6 +153,42 @@ void check_equivalence(MpiGroup& group, std::size_t devices) {
   group.barrier();  // rank 0's checks are done before any rank leaves
 }
 
+/// With two summands (2 ranks of 1 device), a job gives the same bits as one process with 2
+/// devices, also with Adam, whose step is sharded over a process's devices but taken whole
+/// by a rank of one device. (With more summands the sums are associated otherwise: across
+/// ranks MPI adds the ranks' sums of their devices; in a process, device after device. They
+/// then agree within rounding, as `check_equivalence` checks.)
+void check_same_bits_as_one_process(MpiGroup& group, std::size_t devices) {
+  const std::size_t world = group.size(), batch = 4;
+  if (world * devices != 2) return;
+  const stoke::testing::ToyImages train(960), valid(200, 9);
+  const auto train_loader = stoke::testing::toy_train_loader(train, batch, 5);
+  const auto valid_loader = stoke::testing::toy_valid_loader(valid);
+  using AdamLearner =
+      stoke::Learner<stoke::cpu::Backend, stoke::Mlp, stoke::Adam, stoke::ConstantLr>;
+  const auto make = [](std::size_t local_devices, stoke::LearnerOptions options) {
+    options.log = nullptr;
+    // 277 parameters: the two shards of the sharded step are not whole blocks of 16 floats.
+    return AdamLearner(stoke::Mlp({stoke::testing::kToyPixels, 13, stoke::testing::kToyClasses}, 3),
+                       stoke::Adam{}, stoke::ConstantLr{0.01f},
+                       stoke::cpu::Backend::devices(local_devices), std::move(options));
+  };
+  auto ranks = make(
+      devices, {.epochs = 2, .make_collective = stoke::dist::make_group_collective_factory(group)});
+  const auto run = ranks.fit(stoke::rank_part(train_loader, group.rank(), world),
+                             stoke::rank_part(valid_loader, group.rank(), world));
+  if (group.rank() == 0) {
+    auto one = make(2, {.epochs = 2});
+    const auto reference = one.fit(train_loader, valid_loader);
+    require(run.step_losses == reference.step_losses,
+            "with Adam, the loss curve is not the same bits as one process with 2 devices");
+    require(std::ranges::equal(ranks.model().parameters(), one.model().parameters()),
+            "with Adam, the weights are not the same bits as one process with 2 devices");
+    std::printf("2 ranks x 1 device with Adam: the same bits as 1 process x 2 devices\n");
+  }
+  group.barrier();
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -161,6 +199,7 @@ int main(int argc, char** argv) {
     check_coverage(group, devices, stoke::Remainder::drop);
     check_coverage(group, devices, stoke::Remainder::pad);
     check_equivalence(group, devices);
+    check_same_bits_as_one_process(group, devices);
     if (group.rank() == 0) std::printf("ok\n");
   });
 }

@@ -2,6 +2,7 @@
 /// @file
 /// `Adam`: Adam with bias correction and decoupled (AdamW-style) weight decay.
 
+#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -60,15 +61,35 @@ class Adam {
     const auto root_correction2 =
         static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), t)));
     const float decay = 1.0f - learning_rate * weight_decay_;
-    // Whole-array expressions, so the loop is vectorised (sqrt included) and evaluated in
-    // the order of the formula above.
-    const auto size = static_cast<Eigen::Index>(n);
-    Eigen::Map<Eigen::ArrayXf> p(parameters.data(), size), m(first_.data(), size),
-        v(second_.data(), size);
-    const Eigen::Map<const Eigen::ArrayXf> g(gradients.data(), size);
-    m = beta1_ * m + (1.0f - beta1_) * g;
-    v = beta2_ * v + (1.0f - beta2_) * g.square();
-    p = p * decay - learning_rate * (m / correction1) / (v.sqrt() / root_correction2 + epsilon_);
+    // Eigen computes the elements of a span before its first aligned address and after its
+    // last whole packet one at a time, and the rest in packets, and its packet square root
+    // (rsqrt and a Newton step, under EIGEN_FAST_MATH) rounds otherwise than std::sqrt. So
+    // that a parameter's update does not depend on where its span starts (a shard of the
+    // sharded step starts anywhere; a rank steps the whole), every element is updated in
+    // packets: a chunk at a time, copied into aligned scratch padded to whole blocks.
+    alignas(kBlockBytes) float chunk_p[kChunk], chunk_m[kChunk], chunk_v[kChunk], chunk_g[kChunk];
+    for (std::size_t begin = 0; begin < n; begin += kChunk) {
+      const std::size_t count = std::min(kChunk, n - begin);
+      const std::size_t padded = (count + kBlock - 1) / kBlock * kBlock;
+      const auto load = [&](const float* from, float* to) {
+        std::copy_n(from + begin, count, to);
+        std::fill(to + count, to + padded, 0.0f);
+      };
+      load(parameters.data(), chunk_p);
+      load(first_.data(), chunk_m);
+      load(second_.data(), chunk_v);
+      load(gradients.data(), chunk_g);
+      const auto size = static_cast<Eigen::Index>(padded);
+      using AlignedArray = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
+      AlignedArray p(chunk_p, size), m(chunk_m, size), v(chunk_v, size);
+      const Eigen::Map<const Eigen::ArrayXf, Eigen::Aligned64> g(chunk_g, size);
+      m = beta1_ * m + (1.0f - beta1_) * g;
+      v = beta2_ * v + (1.0f - beta2_) * g.square();
+      p = p * decay - learning_rate * (m / correction1) / (v.sqrt() / root_correction2 + epsilon_);
+      std::copy_n(chunk_p, count, parameters.data() + begin);
+      std::copy_n(chunk_m, count, first_.data() + begin);
+      std::copy_n(chunk_v, count, second_.data() + begin);
+    }
   }
 
   /// The whole state as floats: `{steps % 2^24, steps / 2^24, m..., v...}` (the step count
@@ -102,6 +123,11 @@ class Adam {
 
  private:
   static constexpr std::uint64_t kStepRadix = std::uint64_t{1} << 24;
+  /// Floats in a block: a whole number of packets for every SIMD width Eigen uses for floats.
+  static constexpr std::size_t kBlock = 16;
+  static constexpr std::size_t kBlockBytes = kBlock * sizeof(float);  ///< 64: AVX-512's packet
+  /// Floats updated at a time in aligned scratch (four arrays of 4 KiB: in L1).
+  static constexpr std::size_t kChunk = 1024;
 
   float beta1_;
   float beta2_;
