@@ -305,6 +305,29 @@ TEST_F(ImageDecodeVsPillow, RefusesOutputOfAnotherSizeOrShape) {
               AllOf(HasSubstr("'f.jpg'"), HasSubstr("2/3")));
 }
 
+TEST_F(ImageDecodeVsPillow, DecodingWithTheHeaderAlreadyReadGivesTheSamePixels) {
+  // A batcher's row reads the header once, to draw the crop, and decodes with it.
+  for (const std::string& name : {std::string("rgb420.jpg"), std::string("rgb.png")}) {
+    const Bytes bytes = file(name);
+    const img::EncodedInfo info = img::read_image_info(bytes, name);
+    for (const std::uint32_t min_side : {img::full_size, 8U}) {
+      const img::ImageShape shape = img::decoded_shape(info, 3, min_side, min_side);
+      Bytes with_header(shape.bytes()), without(shape.bytes());
+      img::decode_into(bytes, name, info, shape, with_header);
+      img::decode_into(bytes, name, shape, without);
+      EXPECT_EQ(with_header, without) << name << " at " << shape.height << "x" << shape.width;
+    }
+  }
+  const Bytes cmyk = file("cmyk.jpg");
+  const img::EncodedInfo cmyk_info = img::read_image_info(cmyk, "cmyk.jpg");
+  Bytes out(img::decoded_shape(cmyk_info, 3).bytes());
+  EXPECT_THAT(message_of<stoke::InputError>([&] {
+                img::decode_into(cmyk, "cmyk.jpg", cmyk_info, img::decoded_shape(cmyk_info, 3),
+                                 out);
+              }),
+              AllOf(HasSubstr("JPEG 'cmyk.jpg'"), HasSubstr("CMYK")));
+}
+
 TEST_F(ImageDecodeVsPillow, RefusesCmykJpegs) {
   EXPECT_THAT(refusal(file("cmyk.jpg"), "cmyk.jpg"),
               AllOf(HasSubstr("JPEG 'cmyk.jpg'"), HasSubstr("CMYK")));

@@ -147,21 +147,12 @@ inline constexpr std::uint32_t full_size = std::numeric_limits<std::uint32_t>::m
   return {info.height, info.width, channels};
 }
 
-/// Decodes the image `bytes` into `out` without an extra copy (a PNG with colour decoded to
-/// grey excepted, see `decode_png_into`). `shape` must be one `decoded_shape` gives for the
-/// image's `read_image_info` and `shape.channels`, and `out` exactly `shape.bytes()` bytes.
-/// JPEGs decode as `decode_jpeg_into` says (Pillow's pixels, `Image.draft` when reduced), PNGs
-/// as `decode_png_into` says (Pillow's `convert("RGB")` or `convert("L")`: alpha dropped,
-/// 16-bit to the high byte).
-///
-/// Throws `UsageError` naming `source` for `shape.channels` other than 1 or 3, a `shape` no
-/// scale gives, or `out` of another size; `InputError` naming `source`, the format, the
-/// decoder's message (and for PNG the byte offset) for what `read_image_info` refuses and for
-/// corrupt or truncated data (`out` then holds a partial image).
+/// Decodes the image `bytes`, whose header `read_image_info` gave as `info`, into `out`:
+/// `decode_into` below without reading the header again (the row of a batcher has read it to
+/// draw the crop). Refuses what that `decode_into` refuses once the header is read.
 inline void decode_into(std::span<const std::uint8_t> bytes, std::string_view source,
-                        ImageShape shape, std::span<std::uint8_t> out) {
+                        const EncodedInfo& info, ImageShape shape, std::span<std::uint8_t> out) {
   detail::check_decoded_channels(shape.channels, source);
-  const EncodedInfo info = read_image_info(bytes, source);
   const auto describe = [](const ImageShape& s) {
     return std::to_string(s.height) + "x" + std::to_string(s.width) + "x" +
            std::to_string(s.channels);
@@ -180,11 +171,31 @@ inline void decode_into(std::span<const std::uint8_t> bytes, std::string_view so
                      std::to_string(out.size()) + " bytes, not the " +
                      std::to_string(shape.bytes()) + " of " + describe(shape));
   }
-  if (info.format == ImageFormat::jpeg) {
-    (void)decode_jpeg_into(bytes, source, *scale, shape.channels, out);
-  } else {
+  if (info.format == ImageFormat::png) {
     (void)decode_png_into(bytes, source, shape.channels, out);
+  } else if (info.channels == 4) {
+    throw InputError("stoke: " + detail::jpeg_context(source) +
+                     " is a CMYK or YCCK JPEG; stoke decodes grey, YCbCr and RGB JPEGs only");
+  } else {
+    detail::decompress_jpeg(bytes, source, shape, out);
   }
+}
+
+/// Decodes the image `bytes` into `out` without an extra copy (a PNG with colour decoded to
+/// grey excepted, see `decode_png_into`). `shape` must be one `decoded_shape` gives for the
+/// image's `read_image_info` and `shape.channels`, and `out` exactly `shape.bytes()` bytes.
+/// JPEGs decode as `decode_jpeg_into` says (Pillow's pixels, `Image.draft` when reduced), PNGs
+/// as `decode_png_into` says (Pillow's `convert("RGB")` or `convert("L")`: alpha dropped,
+/// 16-bit to the high byte).
+///
+/// Throws `UsageError` naming `source` for `shape.channels` other than 1 or 3, a `shape` no
+/// scale gives, or `out` of another size; `InputError` naming `source`, the format, the
+/// decoder's message (and for PNG the byte offset) for what `read_image_info` refuses, for
+/// CMYK and YCCK JPEGs, and for corrupt or truncated data (`out` then holds a partial image).
+inline void decode_into(std::span<const std::uint8_t> bytes, std::string_view source,
+                        ImageShape shape, std::span<std::uint8_t> out) {
+  detail::check_decoded_channels(shape.channels, source);
+  decode_into(bytes, source, read_image_info(bytes, source), shape, out);
 }
 
 /// How `decode_image` decodes.
@@ -207,7 +218,7 @@ struct DecodeOptions {
   Image image;
   image.shape = decoded_shape(info, options.channels, options.min_height, options.min_width);
   image.pixels.resize(image.shape.bytes());
-  decode_into(bytes, source, image.shape, image.pixels);
+  decode_into(bytes, source, info, image.shape, image.pixels);
   return image;
 }
 

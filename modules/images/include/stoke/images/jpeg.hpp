@@ -151,6 +151,20 @@ inline std::vector<JpegScale> reducing_jpeg_scales() {
   return scales;
 }
 
+/// Decompresses the JPEG `bytes` to `shape` (1 or 3 channels, a size one of `jpeg_scales()`
+/// gives for it) into `out` (exactly `shape.bytes()` bytes), the checks of `decode_jpeg_into`
+/// being done by the caller. Throws `InputError` naming `source` for corrupt or truncated data.
+inline void decompress_jpeg(std::span<const std::uint8_t> bytes, std::string_view source,
+                            const ImageShape& shape, std::span<std::uint8_t> out) {
+  auto& decompressor = thread_jpeg_decompressor();
+  if (tjDecompress2(decompressor.get(), bytes.data(), bytes.size(), out.data(),
+                    static_cast<int>(shape.width), static_cast<int>(shape.width * shape.channels),
+                    static_cast<int>(shape.height), shape.channels == 1 ? TJPF_GRAY : TJPF_RGB,
+                    jpeg_decode_flags) != 0) {
+    decompressor.fail(source, "decoding");
+  }
+}
+
 }  // namespace detail
 
 /// The DCT scaling factors `decode_jpeg_into` takes: those of `tjGetScalingFactors` from 1/1
@@ -231,13 +245,7 @@ inline ImageShape decode_jpeg_into(std::span<const std::uint8_t> bytes, std::str
                      std::to_string(shape.bytes()) + " of " + std::to_string(shape.height) + "x" +
                      std::to_string(shape.width) + "x" + std::to_string(channels) + " pixels");
   }
-  auto& decompressor = detail::thread_jpeg_decompressor();
-  if (tjDecompress2(decompressor.get(), bytes.data(), bytes.size(), out.data(),
-                    static_cast<int>(shape.width), static_cast<int>(shape.width * channels),
-                    static_cast<int>(shape.height), channels == 1 ? TJPF_GRAY : TJPF_RGB,
-                    detail::jpeg_decode_flags) != 0) {
-    decompressor.fail(source, "decoding");
-  }
+  detail::decompress_jpeg(bytes, source, shape, out);
   return shape;
 }
 

@@ -45,6 +45,7 @@ inline std::uint32_t min_decoded_extent(std::uint32_t source, float box, std::ui
 struct DecodePlan {
   ImageShape decoded;  ///< the shape `decode_into` is to give (reduced, when allowed)
   AugmentDraw draw;    ///< the draw, its box in the pixels of `decoded`
+  EncodedInfo info;    ///< the header, so that decoding does not read it again
 };
 
 /// Reads `item`'s header and draws `augmentation` from `rng`; the shape to decode it at (the
@@ -64,7 +65,7 @@ inline DecodePlan plan_decode(const EncodedImage& item, const Augmentation& augm
   const ImageShape shape = decoded_shape(info, options.channels, min_height, min_width);
   const ImageShape original{info.height, info.width, options.channels};
   if (shape != original) draw.box = scaled_box(draw.box, original, shape);
-  return {shape, draw};
+  return {shape, draw, info};
 }
 
 /// Whether rendering `draw` into `out` is a copy of the decoded image: the box is the whole of
@@ -85,7 +86,7 @@ inline PreparedImage prepare_image(const EncodedImage& item, const Augmentation&
                                    std::vector<std::uint8_t>& scratch) {
   const DecodePlan plan = plan_decode(item, augmentation, options, rng);
   scratch.resize(plan.decoded.bytes());
-  decode_into(item.bytes, item.source, plan.decoded, scratch);
+  decode_into(item.bytes, item.source, plan.info, plan.decoded, scratch);
   return {ImageView{scratch, plan.decoded}, plan.draw};
 }
 

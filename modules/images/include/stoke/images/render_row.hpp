@@ -43,12 +43,12 @@ inline AugmentDraw render_row_bytes(const EncodedImage& item, const Augmentation
   const DecodePlan plan = plan_decode(item, augmentation, options, rng);
   if (renders_as_decoded(plan, out) && out_hwc.size() == out.bytes()) {
     // The shape is known and nothing moves: decode straight into the row (staging memory).
-    decode_into(item.bytes, item.source, out, out_hwc);
+    decode_into(item.bytes, item.source, plan.info, out, out_hwc);
     return plan.draw;
   }
   std::vector<std::uint8_t>& scratch = detail::thread_decode_scratch();
   scratch.resize(plan.decoded.bytes());
-  decode_into(item.bytes, item.source, plan.decoded, scratch);
+  decode_into(item.bytes, item.source, plan.info, plan.decoded, scratch);
   render(ImageView{scratch, plan.decoded}, plan.draw, out, out_hwc);
   return plan.draw;
 }
