@@ -13,13 +13,16 @@
 //
 // `loader_bench --peak-memory` runs none of them: it runs one image epoch and prints the peak
 // growth of anonymous resident memory against the bound `queue depth x batch bytes`
-// (a separate process, so no earlier benchmark's memory counts).
+// (a separate process, so no earlier benchmark's memory counts). With
+// `--peak-memory --memory-json PATH` it also writes the growth over time as JSON
+// (book/results/memory_timeline.json, drawn by scripts/figures).
 // The image file is made on first use at $STOKE_BENCH_IMAGES (default /tmp/stoke-bench-images.u8).
 #include <benchmark/benchmark.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -27,10 +30,13 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <utility>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <stoke/stoke.hpp>
 
@@ -353,7 +359,44 @@ std::size_t proc_status_bytes(const char* field) {
   return 0;
 }
 
-int peak_memory() {
+/// One sample of the memory trace: milliseconds since the loader was built, RssAnon bytes.
+struct MemorySample {
+  double ms = 0;
+  std::size_t anon = 0;
+};
+
+/// Writes the memory trace of `peak_memory` as JSON to `path`: the growth of RssAnon over
+/// `before` in MiB, a sample wherever it changed (and at least every 5 ms), one per line.
+void write_memory_json(const std::string& path, const std::vector<MemorySample>& trace,
+                       std::size_t before, const std::vector<double>& epoch_starts, double end_ms,
+                       const nlohmann::ordered_json& header) {
+  const double mib = 1 << 20;
+  const auto round2 = [](double x) { return std::round(x * 100) / 100; };
+  std::ofstream out(path);
+  out << "{\n";
+  for (const auto& [key, value] : header.items()) {
+    out << " " << nlohmann::json(key).dump() << ": " << value.dump() << ",\n";
+  }
+  out << " \"epoch_starts_ms\": " << nlohmann::json(epoch_starts).dump() << ",\n";
+  out << " \"end_ms\": " << round2(end_ms) << ",\n";
+  out << " \"samples_ms_mib\": [";
+  const MemorySample* kept = nullptr;
+  bool first = true;
+  for (const MemorySample& sample : trace) {
+    if (kept != nullptr && sample.anon == kept->anon && sample.ms - kept->ms < 5 &&
+        &sample != &trace.back()) {
+      continue;
+    }
+    const double growth = (static_cast<double>(sample.anon) - static_cast<double>(before)) / mib;
+    out << (first ? "\n  " : ",\n  ") << nlohmann::json({round2(sample.ms), round2(growth)}).dump();
+    first = false;
+    kept = &sample;
+  }
+  out << "\n ]\n}\n";
+  if (!out.flush()) throw std::runtime_error("loader_bench: cannot write " + path);
+}
+
+int peak_memory(const std::string& memory_json) {
   const auto& data = image_dataset();
   const std::size_t workers = 2;
   const std::size_t batch_bytes = image_batch * image_bytes * sizeof(float);
@@ -363,17 +406,32 @@ int peak_memory() {
   const std::size_t hwm_before = proc_status_bytes("VmHWM");
   std::atomic<bool> done = false;
   std::atomic<std::size_t> anon_peak = anon_before;
+  const auto start = Clock::now();
+  const auto ms_since_start = [&] {
+    return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+  };
+  std::vector<MemorySample> trace;  // only the sampler writes it, read after the join
+  trace.reserve(std::size_t{1} << 16);
   std::thread sampler([&] {  // RssAnon has no high-water mark of its own: sample it
     while (!done.load()) {
       const std::size_t now = proc_status_bytes("RssAnon");
       if (now > anon_peak.load()) anon_peak.store(now);
+      if (!memory_json.empty()) trace.push_back({ms_since_start(), now});
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
   });
   std::size_t samples = 0;
+  std::vector<double> epoch_starts;
   {
     auto loader = image_builder(workers).build(data);
-    for (int epoch = 0; epoch < 2; ++epoch) samples += consume(loader);
+    for (int epoch = 0; epoch < 2; ++epoch) {
+      epoch_starts.push_back(std::round(ms_since_start() * 100) / 100);
+      samples += consume(loader);
+    }
+  }
+  const double end_ms = ms_since_start();  // the loader is dropped
+  if (!memory_json.empty()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the trace shows the release
   }
   done = true;
   sampler.join();
@@ -393,13 +451,32 @@ int peak_memory() {
               static_cast<double>(bound) / mib);
   std::printf("ratio image_peak_rss_over_bound_plus_64MiB: %.3f\n",
               growth / static_cast<double>(bound + slack));
+  if (!memory_json.empty()) {
+    const nlohmann::ordered_json header = {
+        {"program", "bench/loader_bench --peak-memory --memory-json"},
+        {"batch_size", image_batch},
+        {"batch_mib", static_cast<double>(batch_bytes) / mib},
+        {"queue_depth", image_queue_depth},
+        {"workers", workers},
+        {"bound_mib", static_cast<double>(bound) / mib},
+        {"slack_mib", static_cast<double>(slack) / mib},
+        {"peak_growth_mib", std::round(growth / mib * 100) / 100}};
+    write_memory_json(memory_json, trace, anon_before, epoch_starts, end_ms, header);
+  }
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  if (argc > 1 && std::strcmp(argv[1], "--peak-memory") == 0) return peak_memory();
+  if (argc > 1 && std::strcmp(argv[1], "--peak-memory") == 0) {
+    if (argc == 4 && std::strcmp(argv[2], "--memory-json") == 0) return peak_memory(argv[3]);
+    if (argc != 2) {
+      std::fprintf(stderr, "usage: loader_bench --peak-memory [--memory-json PATH]\n");
+      return 2;
+    }
+    return peak_memory({});
+  }
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   benchmark::RunSpecifiedBenchmarks();

@@ -34,14 +34,21 @@
 //                                      (1.00: the loader adds nothing to the step)
 //   ratio upload_vs_plain_copy_<backend>: stager bytes/s / plain copy bytes/s
 // The CUDA targets (issue): overhead <= 1.02, upload >= 0.90 of the pinned-memory copy.
+//
+// With --timeline-json PATH it also runs (a) and (b) once more each, after the repetitions, and
+// writes when every step of those runs asked for its batch, got it, had it on the device and
+// ended, as JSON (book/results/prefetch_timeline.json, drawn by scripts/figures).
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <exception>
+#include <fstream>
 #include <memory>
+#include <ostream>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -49,6 +56,7 @@
 #include <vector>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include <stoke/data/prefetch.hpp>
 #include <stoke/stoke.hpp>
@@ -80,6 +88,7 @@ struct Options {
   std::size_t depth = 2;     ///< prefetch depth and staging buffers of every stager
   std::size_t workers = 1;   ///< host loader threads
   std::size_t repetitions = 5;
+  std::string timeline_json;  ///< where to write the timeline of one run of (a) and (b), or empty
 };
 
 /// Images held in host memory; `get(i)` views image `i` (no copy).
@@ -134,6 +143,33 @@ double seconds(Clock::time_point begin, Clock::time_point end) {
   return std::chrono::duration<double>(end - begin).count();
 }
 
+/// When each step of one run happened: the consumer asked for its batch, got the batch, had
+/// it on the device (its fence waited on; with prefetch, when it got it) and ended the step.
+class Timeline {
+ public:
+  /// The batch is in the consumer's hands.
+  void got() { got_ = Clock::now(); }
+  /// The batch is on the device.
+  void ready() { ready_ = Clock::now(); }
+  /// The step ended; the consumer asks for the next batch.
+  void done() {
+    const auto now = Clock::now();
+    steps_.push_back({ms(asked_), ms(got_), ms(ready_), ms(now)});
+    asked_ = now;
+  }
+  /// Every step as [asked, got, ready, done], in milliseconds from the timeline's creation.
+  [[nodiscard]] nlohmann::ordered_json json() const { return steps_; }
+
+ private:
+  [[nodiscard]] double ms(Clock::time_point at) const {
+    const double ms = std::chrono::duration<double, std::milli>(at - start_).count();
+    return std::round(ms * 1e3) / 1e3;  // to the microsecond
+  }
+  Clock::time_point start_ = Clock::now();
+  Clock::time_point asked_ = start_, got_, ready_;
+  std::vector<std::vector<double>> steps_;
+};
+
 /// The median of `values` (not empty).
 double median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
@@ -181,32 +217,44 @@ double host_batches_only(const Options& options, const ImageDataset& data,
   });
 }
 
-/// (a): every batch is uploaded and waited for, then stepped.
+/// (a): every batch is uploaded and waited for, then stepped; each step's times go to
+/// `timeline` if there is one.
 template <class B>
 double step_without_prefetch(const Options& options, const ImageDataset& data,
-                             const stoke::device_t<B>& device, std::chrono::nanoseconds duration) {
+                             const stoke::device_t<B>& device, std::chrono::nanoseconds duration,
+                             Timeline* timeline = nullptr) {
   auto loader = make_loader<B>(options, data, device);
   const auto stager = B::make_stager(device, options.depth);
   return per_step([&](auto on_step) {
     for (auto& batch : loader.iter()) {
+      if (timeline != nullptr) timeline->got();
       auto staged = stager->upload(stoke::host_bytes(batch.data));
       staged.fence.wait();
+      if (timeline != nullptr) timeline->ready();
       step(duration);
+      if (timeline != nullptr) timeline->done();
       on_step();
     }
   });
 }
 
-/// (b): the step runs on batches `prefetch_to_device` copied ahead.
+/// (b): the step runs on batches `prefetch_to_device` copied ahead; each step's times go to
+/// `timeline` if there is one.
 template <class B>
 double step_with_prefetch(const Options& options, const ImageDataset& data,
-                          const stoke::device_t<B>& device, std::chrono::nanoseconds duration) {
+                          const stoke::device_t<B>& device, std::chrono::nanoseconds duration,
+                          Timeline* timeline = nullptr) {
   auto prefetched =
       stoke::prefetch_to_device<B>(make_loader<B>(options, data, device), options.depth);
   return per_step([&](auto on_step) {
     for (auto& batch : prefetched.iter()) {
       (void)batch;
+      if (timeline != nullptr) {
+        timeline->got();
+        timeline->ready();
+      }
       step(duration);
+      if (timeline != nullptr) timeline->done();
       on_step();
     }
   });
@@ -467,9 +515,44 @@ std::string rate(double bytes, const std::vector<double>& secs) {
   return text;
 }
 
-/// Measures backend `B` on its first device and prints its figures and ratios.
+/// The load average over 1, 5 and 15 minutes as /proc/loadavg says, or "unknown".
+std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string one, five, fifteen;
+  if (!(in >> one >> five >> fifteen)) return "unknown";
+  return one + " " + five + " " + fifteen;
+}
+
+/// Writes the timelines of every backend as JSON, one step per line.
+void write_timelines(std::ostream& out, const nlohmann::ordered_json& timelines) {
+  out << "{\"program\": \"bench/prefetch_overlap --timeline-json\",\n \"load_average_at_end\": "
+      << nlohmann::json(load_average()).dump() << ",\n \"backends\": [";
+  for (std::size_t b = 0; b < timelines.size(); ++b) {
+    out << (b == 0 ? "\n  {" : ",\n  {");
+    bool first = true;
+    for (const auto& [key, value] : timelines[b].items()) {
+      out << (first ? "\n   " : ",\n   ") << nlohmann::json(key).dump() << ": ";
+      first = false;
+      if (!value.is_array()) {
+        out << value.dump();
+        continue;
+      }
+      out << '[';
+      for (std::size_t i = 0; i < value.size(); ++i) {
+        out << (i == 0 ? "\n    " : ",\n    ") << value[i].dump();
+      }
+      out << "\n   ]";
+    }
+    out << "\n  }";
+  }
+  out << "\n ]\n}\n";
+}
+
+/// Measures backend `B` on its first device and prints its figures and ratios; with a
+/// timeline wanted, adds the backend's timelines to `timelines`.
 template <class B>
-void run_backend(const Options& options, const ImageDataset& data) {
+void run_backend(const Options& options, const ImageDataset& data,
+                 nlohmann::ordered_json& timelines) {
   using Bench = BenchBackend<B>;
   const std::string name(B::name());
   if (const std::string why = Bench::skip_reason(); !why.empty()) {
@@ -521,6 +604,26 @@ void run_backend(const Options& options, const ImageDataset& data) {
               median(with) / (options.step_ms * 1e-3));
   std::printf("ratio upload_vs_plain_copy_%s: %.3f\n", name.c_str(),
               median(copied) / median(staged));
+
+  if (!options.timeline_json.empty()) {
+    Timeline without_timeline;  // each starts right before its run
+    (void)step_without_prefetch<B>(options, data, device, duration, &without_timeline);
+    Timeline with_timeline;
+    (void)step_with_prefetch<B>(options, data, device, duration, &with_timeline);
+    timelines.push_back(
+        {{"backend", name},
+         {"device", stoke::device_name(device) + " (" + Bench::describe(device) + ")"},
+         {"batch_size", options.batch_size},
+         {"batch_mib", batch_mib},
+         {"batches", host.size()},
+         {"workers", options.workers},
+         {"depth", options.depth},
+         {"step_ms", options.step_ms},
+         {"median_step_ms_without_prefetch", median(without) * 1e3},
+         {"median_step_ms_with_prefetch", median(with) * 1e3},
+         {"steps_without_prefetch", without_timeline.json()},
+         {"steps_with_prefetch", with_timeline.json()}});
+  }
 }
 
 }  // namespace
@@ -549,6 +652,8 @@ int main(int argc, char** argv) {
   app.add_option("--repetitions", options.repetitions, "runs of each measurement; medians")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  app.add_option("--timeline-json", options.timeline_json,
+                 "also write the step times of one run with and one without prefetch as JSON");
   CLI11_PARSE(app, argc, argv);
 
   try {
@@ -556,22 +661,28 @@ int main(int argc, char** argv) {
     stoke::vulkan::configure_instance({.validation = false});  // timings without the layer
 #endif
     const ImageDataset data(options.batches * options.batch_size);
+    nlohmann::ordered_json timelines = nlohmann::ordered_json::array();
     const auto wants = [&](const char* backend) {
       return options.backend == "all" || options.backend == backend;
     };
     if (wants("vulkan")) {
 #if defined(STOKE_BENCH_VULKAN)
-      run_backend<stoke::vulkan::Backend>(options, data);
+      run_backend<stoke::vulkan::Backend>(options, data, timelines);
 #else
       std::printf("prefetch_overlap: vulkan skipped: stoke was built without the Vulkan backend\n");
 #endif
     }
     if (wants("cuda")) {
 #if defined(STOKE_BENCH_CUDA)
-      run_backend<stoke::cuda::Backend>(options, data);
+      run_backend<stoke::cuda::Backend>(options, data, timelines);
 #else
       std::printf("prefetch_overlap: cuda skipped: stoke was built without the CUDA backend\n");
 #endif
+    }
+    if (!options.timeline_json.empty()) {
+      std::ofstream out(options.timeline_json);
+      write_timelines(out, timelines);
+      if (!out.flush()) throw std::runtime_error("cannot write " + options.timeline_json);
     }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "prefetch_overlap: %s\n", error.what());

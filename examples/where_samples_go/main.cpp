@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
+#include <fstream>
 #include <map>
 #include <set>
 #include <string>
@@ -14,6 +15,8 @@
 #include <CLI/CLI.hpp>
 
 #include <stoke/stoke.hpp>
+
+#include "layout_json.hpp"
 
 namespace {
 
@@ -389,7 +392,22 @@ int main(int argc, char** argv) {
   CLI::App app{"stoke: where every sample goes, shown and checked"};
   std::uint64_t seed = 42;
   app.add_option("--seed", seed, "seed of every order and random draw")->capture_default_str();
+  std::string layout_path;
+  app.add_option("--layout-json", layout_path,
+                 "also write where each batch of one epoch goes, split several ways, as JSON "
+                 "(the data of the book's pictures of the split)");
   CLI11_PARSE(app, argc, argv);
+
+  if (!layout_path.empty()) {
+    std::ofstream out(layout_path);
+    where_samples_go::write_json(
+        out, where_samples_go::layout_json<Backend, Numbers>(Builder({}), seed));
+    out << '\n';
+    if (!out.flush()) {
+      std::fprintf(stderr, "where_samples_go: cannot write %s\n", layout_path.c_str());
+      return 1;
+    }
+  }
 
   std::printf("where every sample goes (seed %llu)\n", static_cast<unsigned long long>(seed));
   Checks check;
