@@ -6,10 +6,13 @@
 //                stacked into normalised float32 by cpu::StackBatcher; one epoch per iteration,
 //                over 0, 1 or 2 workers and 1 or 2 CPU devices (split, one consumer thread each).
 //   stream_copy: the same bytes read and written by a plain sequential loop, no loader: the
-//                memory-bandwidth limit of the image workload on this machine.
+//                memory-bandwidth limit of the image workload on this machine; on 1 thread
+//                (stream_copy) and split between 2 (stream_copy_threads), in file order and
+//                gathered in a shuffled order.
 //   first_batch: a new multithread loader's first batch (with a pool of its own, and with a
 //   pool shared by the loaders), and the first batch of a later epoch; the mean, and the
-//   median and 90th percentile of single runs (counters median_s, p90_s).
+//   median and 90th percentile of single runs (counters median_s, p90_s). first_batch_copy:
+//   the plain copy of one batch on 1 or 2 threads started for it, into fresh or reused memory.
 //
 // `loader_bench --peak-memory` runs none of them: it runs one image epoch and prints the peak
 // growth of anonymous resident memory against the bound `queue depth x batch bytes`
@@ -30,6 +33,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -233,6 +237,55 @@ void stream_copy(benchmark::State& state) {
 }
 BENCHMARK(stream_copy)->UseRealTime()->Unit(benchmark::kMillisecond);
 
+/// The same copy on range(0) threads started per epoch, each converting a contiguous share of
+/// the batches into a batch-sized buffer of its own: the bound for a loader on that many cores.
+/// With range(1) = 1 each batch gathers its records in a shuffled order (one permutation of
+/// the file, as a loader's epoch), so the difference to range(1) = 0 is what gathering costs.
+void stream_copy_threads(benchmark::State& state) {
+  const auto bytes = image_dataset().bytes();
+  const auto* source = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const std::size_t batches = image_records / image_batch;
+  const auto threads = static_cast<std::size_t>(state.range(0));
+  std::vector<std::size_t> order(image_records);
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  if (state.range(1) != 0) {
+    std::uint64_t x = 0x2545f4914f6cdd1dULL;
+    for (std::size_t i = order.size() - 1; i > 0; --i) {  // Fisher-Yates, xorshift
+      x ^= x << 13;
+      x ^= x >> 7;
+      x ^= x << 17;
+      std::swap(order[i], order[x % (i + 1)]);
+    }
+  }
+  std::vector<std::vector<float>> out(threads, std::vector<float>(image_batch * image_bytes));
+  const auto copy = [&](std::size_t t) {
+    for (std::size_t b = batches * t / threads; b < batches * (t + 1) / threads; ++b) {
+      for (std::size_t r = 0; r < image_batch; ++r) {
+        const std::uint8_t* from = source + order[b * image_batch + r] * image_bytes;
+        float* to = out[t].data() + r * image_bytes;
+        for (std::size_t k = 0; k < image_bytes; ++k) {
+          to[k] = static_cast<float>(from[k]) * image_scale + 0.0f;
+        }
+      }
+      benchmark::ClobberMemory();
+    }
+  };
+  for (auto _ : state) {
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(copy, t);
+    for (auto& thread : pool) thread.join();
+  }
+  const std::size_t samples = state.iterations() * batches * image_batch;
+  state.SetItemsProcessed(static_cast<std::int64_t>(samples));
+  state.SetBytesProcessed(static_cast<std::int64_t>(samples * image_bytes * (1 + sizeof(float))));
+}
+BENCHMARK(stream_copy_threads)
+    ->ArgNames({"threads", "shuffled"})
+    ->Args({2, 0})
+    ->Args({2, 1})
+    ->UseRealTime()
+    ->Unit(benchmark::kMillisecond);
+
 // ---------------------------------------------------------------------------------------------
 // Workload 4: time to the first batch.
 
@@ -340,6 +393,45 @@ void first_batch_later_epoch(benchmark::State& state) {
 BENCHMARK(first_batch_later_epoch)
     ->ArgName("workers")
     ->Arg(2)
+    ->UseManualTime()
+    ->Unit(benchmark::kMicrosecond);
+
+/// The plain copy of one image batch (the first 256 records, in file order) on range(0)
+/// threads started for it: what a new loader's first batch is measured against. With
+/// range(1) = 0 into freshly allocated memory, as a new loader's own pool gives it (the kernel
+/// faults in and zero-fills each page on first touch); with range(1) = 1 into one buffer that
+/// every iteration reuses, as a pool the loaders share gives it.
+void first_batch_copy(benchmark::State& state) {
+  const auto bytes = image_dataset().bytes();
+  const auto* source = reinterpret_cast<const std::uint8_t*>(bytes.data());
+  const auto threads = static_cast<std::size_t>(state.range(0));
+  const bool warm = state.range(1) != 0;
+  constexpr std::size_t values = image_batch * image_bytes;
+  std::unique_ptr<float[]> reused(new float[values]);
+  std::fill_n(reused.get(), values, 0.0f);
+  FirstBatchTimes times(state);
+  for (auto _ : state) {
+    const auto start = Clock::now();
+    std::unique_ptr<float[]> fresh(warm ? nullptr : new float[values]);  // not zero-filled
+    float* out = warm ? reused.get() : fresh.get();
+    const auto copy = [&](std::size_t t) {
+      for (std::size_t k = values * t / threads; k < values * (t + 1) / threads; ++k) {
+        out[k] = static_cast<float>(source[k]) * image_scale + 0.0f;
+      }
+    };
+    std::vector<std::thread> pool;
+    for (std::size_t t = 0; t < threads; ++t) pool.emplace_back(copy, t);
+    for (auto& thread : pool) thread.join();
+    benchmark::DoNotOptimize(out);
+    benchmark::ClobberMemory();
+    times.record(start);
+  }
+}
+BENCHMARK(first_batch_copy)
+    ->ArgNames({"threads", "warm"})
+    ->Args({1, 0})
+    ->Args({2, 0})
+    ->Args({2, 1})
     ->UseManualTime()
     ->Unit(benchmark::kMicrosecond);
 
