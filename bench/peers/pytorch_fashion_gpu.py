@@ -13,27 +13,13 @@ Prints `pytorch_<idiom>: epoch E: S samples/s, test accuracy A` lines and, last,
 `pytorch_best_samples_per_s: S` (the faster idiom's median epoch).
 """
 import argparse
-import gzip
-import os
 import statistics
 import time
 
 import numpy as np
 import torch
 
-
-def read_idx(path):
-    opener = gzip.open if path.endswith(".gz") else open
-    with opener(path, "rb") as f:
-        data = f.read()
-    dims = data[3]
-    shape = [int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(dims)]
-    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * dims).reshape(shape)
-
-
-def find(folder, name):
-    plain = os.path.join(folder, name)
-    return plain if os.path.exists(plain) else plain + ".gz"
+from fashion_idx import find, read_idx
 
 
 def main():
