@@ -124,8 +124,9 @@ TEST(Learner, ShardedAndReplicatedSgdStepsAgreeBitForBit) {
 }
 
 TEST(Learner, ShardedAndReplicatedAdamStepsAgreeBitForBit) {
-  // Adam's update is element-wise with a square root, which Eigen's packets and its scalar
-  // loop round alike (IEEE): where a shard starts changes nothing.
+  // Adam's square root rounds otherwise in Eigen's packets than in its scalar loop, so Adam
+  // updates every parameter in packets, wherever its shard starts. (On this toy model the
+  // old split also happened to agree; Adam.StepsEveryParameterTheSame... is the sharp test.)
   expect_sharded_step_equals_replicated(stoke::Adam{}, 0.01f);
 }
 
