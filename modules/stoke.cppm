@@ -72,6 +72,7 @@ using stoke::DataLoader;
 using stoke::DataLoaderBuilder;
 using stoke::Dataset;
 using stoke::dataset_item_t;
+using stoke::DeviceImageBatch;
 using stoke::EpochLayout;
 using stoke::EpochOrder;
 using stoke::EpochPlan;

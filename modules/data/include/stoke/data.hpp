@@ -9,6 +9,7 @@
 #include <stoke/data/builder.hpp>
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/dataset.hpp>
+#include <stoke/data/device_image_batch.hpp>
 #include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/options.hpp>

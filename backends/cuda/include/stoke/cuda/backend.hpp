@@ -56,8 +56,8 @@ struct DeviceCount {
 /// The CUDA backend. Uploads go through `Stager`s (pinned staging buffers, the device's copy
 /// stream, events as fences) into `cudaMallocAsync` memory; with NCCL, all_reduce sums device
 /// buffers with `ncclAllReduce`. Models train in device memory through the kernels of
-/// `training.hpp` (the `stoke::DeviceBackend` members).
-struct Backend {
+/// `training.hpp` (`training::Operations`, the `stoke::DeviceBackend` members it derives).
+struct Backend : training::Operations {
   using Device = cuda::Device;  ///< `cuda:N`
   using Buffer = cuda::Buffer;  ///< device memory
   using Fence = cuda::Fence;    ///< a recorded event
@@ -95,16 +95,6 @@ struct Backend {
     return std::make_unique<Collective>(devices);
   }
 #endif
-
-  // The `stoke::DeviceBackend` operations, documented in `training.hpp`.
-  static constexpr auto& zeros = training::zeros;                          ///< zeroed floats
-  static constexpr auto& upload = training::upload;                        ///< host to tensor
-  static constexpr auto& download = training::download;                    ///< tensor to host
-  static constexpr auto& sgd_step = training::sgd_step;                    ///< SGD on a shard
-  static constexpr auto& adam_step = training::adam_step;                  ///< Adam on a shard
-  static constexpr auto& softmax_forward = training::softmax_forward;      ///< logit gradients
-  static constexpr auto& softmax_gradients = training::softmax_gradients;  ///< gradient sums
-  static constexpr auto& add_softmax_sums = training::add_softmax_sums;    ///< validation sums
 };
 
 static_assert(stoke::StagingBackend<Backend>);

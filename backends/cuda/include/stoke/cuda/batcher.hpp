@@ -27,6 +27,7 @@
 #include <stoke/cuda/stager.hpp>
 #include <stoke/data/detail/image_batch_checks.hpp>
 #include <stoke/data/detail/normalization_table.hpp>
+#include <stoke/data/device_image_batch.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/data/prefetch.hpp>
 
@@ -66,16 +67,7 @@ class UploadBatcher {
 };
 
 /// A batch of labelled images on a CUDA device.
-struct ImageBatch {
-  Buffer inputs;                     ///< `rows x row_size` float32, row-major, on the device
-  std::vector<std::int32_t> labels;  ///< the class of every row (host memory)
-  std::size_t rows = 0;              ///< images in the batch
-  std::size_t row_size = 0;          ///< pixels per image
-  Fence ready;                       ///< signals when `inputs` holds the normalised values
-
-  /// The device the batch lives on.
-  [[nodiscard]] Device device() const noexcept { return inputs.device(); }
-};
+using ImageBatch = DeviceImageBatch<Buffer, Fence>;
 
 /// Batches `LabeledImage`s into an `ImageBatch` on the requested CUDA device: the pixel bytes
 /// are gathered into a pinned staging buffer, copied to the device, and turned into floats
@@ -83,24 +75,17 @@ struct ImageBatch {
 /// bytes cross the bus than for a host-normalised batch. The values equal
 /// `cpu::ImageBatcher`'s, which refuses the same inputs with the same `InputError`s.
 /// Copies share the per-device stagers; thread-safe.
-class ImageBatcher {
+class ImageBatcher : public stoke::detail::ByteImageNormalization {
  public:
   /// Normalises with `mean` and `std`, staging through `staging_slots` buffers per device.
   explicit ImageBatcher(float mean = 0.0F, float std = 1.0F, std::size_t staging_slots = 4)
-      : mean_(mean),
-        std_(std),
+      : ByteImageNormalization(mean, std),
         table_(kernels::ByteTable::of(stoke::detail::normalization_table(mean, std))),
         stagers_(std::make_shared<detail::StagerCache>(staging_slots)) {}
 
-  /// Subtracted after scaling bytes to [0, 1].
-  [[nodiscard]] float mean() const noexcept { return mean_; }
-  /// Then divided by.
-  [[nodiscard]] float std() const noexcept { return std_; }
-
   /// The batch of `items`, on `device`.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    stoke::detail::ImageRows rows =
-        stoke::detail::check_image_rows("cuda::ImageBatcher", mean_, std_, items);
+    stoke::detail::ImageRows rows = checked_rows("cuda::ImageBatcher", items);
     const std::size_t count = rows.rows * rows.pixels;
     Stager& stager = stagers_->of(device);
     auto bytes = stoke::detail::upload_image_rows(stager, items, rows);
@@ -120,8 +105,6 @@ class ImageBatcher {
   }
 
  private:
-  float mean_;
-  float std_;
   kernels::ByteTable table_;  ///< the CPU batcher's values of every byte
   std::shared_ptr<detail::StagerCache> stagers_;
 };

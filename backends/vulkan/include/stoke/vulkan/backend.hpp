@@ -24,8 +24,9 @@ namespace stoke::vulkan {
 /// The Vulkan backend. Each device is one `VkDevice` with one queue; several may run on one
 /// physical device (see `visible_device_count`). Uploads go through `Stager`s, fenced by the
 /// queue's timeline semaphore; all_reduce is staged through host memory. Models train in
-/// device memory through the shaders of `training.hpp` (the `stoke::DeviceBackend` members).
-struct Backend {
+/// device memory through the shaders of `training.hpp` (`training::Operations`, the
+/// `stoke::DeviceBackend` members it derives).
+struct Backend : training::Operations {
   using Device = vulkan::Device;                    ///< `vulkan:N`
   using Buffer = vulkan::Buffer;                    ///< device memory
   using Fence = vulkan::Fence;                      ///< a timeline semaphore value
@@ -60,16 +61,6 @@ struct Backend {
   static std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices) {
     return std::make_unique<Collective>(devices);
   }
-
-  // The `stoke::DeviceBackend` operations, documented in `training.hpp`.
-  static constexpr auto& zeros = training::zeros;                          ///< zeroed floats
-  static constexpr auto& upload = training::upload;                        ///< host to tensor
-  static constexpr auto& download = training::download;                    ///< tensor to host
-  static constexpr auto& sgd_step = training::sgd_step;                    ///< SGD on a shard
-  static constexpr auto& adam_step = training::adam_step;                  ///< Adam on a shard
-  static constexpr auto& softmax_forward = training::softmax_forward;      ///< logit gradients
-  static constexpr auto& softmax_gradients = training::softmax_gradients;  ///< gradient sums
-  static constexpr auto& add_softmax_sums = training::add_softmax_sums;    ///< validation sums
 };
 
 }  // namespace stoke::vulkan

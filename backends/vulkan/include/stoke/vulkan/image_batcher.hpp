@@ -18,6 +18,7 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/detail/image_batch_checks.hpp>
+#include <stoke/data/device_image_batch.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/context.hpp>
@@ -30,16 +31,7 @@
 namespace stoke::vulkan {
 
 /// A batch of labelled images on a Vulkan device.
-struct ImageBatch {
-  Buffer inputs;                     ///< `rows x row_size` float32, row-major, on the device
-  std::vector<std::int32_t> labels;  ///< the class of every row (host memory)
-  std::size_t rows = 0;              ///< images in the batch
-  std::size_t row_size = 0;          ///< pixels per image
-  Fence ready;                       ///< signals when `inputs` holds the normalised values
-
-  /// The device the batch lives on.
-  [[nodiscard]] const Device& device() const noexcept { return inputs.device(); }
-};
+using ImageBatch = DeviceImageBatch<Buffer, Fence>;
 
 namespace detail {
 
@@ -91,36 +83,27 @@ using ImageBatcherResources = DeviceResources<NormalizePipeline>;
 /// It refuses what `cpu::ImageBatcher` refuses, with the same `InputError`s: images
 /// of a different pixel count than the first, labels above `INT32_MAX`, a `std` that is zero
 /// or not finite. Copies share the per-device stagers and pipelines; thread-safe.
-class ImageBatcher {
+class ImageBatcher : public stoke::detail::ByteImageNormalization {
  public:
   /// Normalises with `mean` and `std`, staging through `staging_slots` buffers per device.
   explicit ImageBatcher(float mean = 0.0F, float std = 1.0F, std::size_t staging_slots = 4)
-      : mean_(mean),
-        std_(std),
+      : ByteImageNormalization(mean, std),
         resources_(std::make_shared<detail::ImageBatcherResources>(staging_slots)) {}
-
-  /// Subtracted after scaling bytes to [0, 1].
-  [[nodiscard]] float mean() const noexcept { return mean_; }
-  /// Then divided by.
-  [[nodiscard]] float std() const noexcept { return std_; }
 
   /// The batch of `items`, on `device`.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    stoke::detail::ImageRows rows =
-        stoke::detail::check_image_rows("vulkan::ImageBatcher", mean_, std_, items);
+    stoke::detail::ImageRows rows = checked_rows("vulkan::ImageBatcher", items);
     const std::size_t count = rows.rows * rows.pixels;
     const detail::ImageBatcherResources::PerDevice resources = resources_->of(device);
     auto bytes = stoke::detail::upload_image_rows(*resources.stager, items, rows);
     Buffer inputs(resources.context, count * sizeof(float));
-    Fence ready = resources.pipeline->run(bytes.value, inputs, count, mean_, std_,
+    Fence ready = resources.pipeline->run(bytes.value, inputs, count, mean(), std(),
                                           std::span(&bytes.fence, 1));
     return ImageBatch{std::move(inputs), std::move(rows.labels), rows.rows, rows.pixels,
                       std::move(ready)};
   }
 
  private:
-  float mean_;
-  float std_;
   std::shared_ptr<detail::ImageBatcherResources> resources_;
 };
 

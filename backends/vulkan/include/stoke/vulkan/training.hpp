@@ -89,94 +89,100 @@ inline constexpr std::string_view backend = "vulkan";
 
 }  // namespace detail
 
-/// `floats` zeroed floats on `device`.
-inline Buffer zeros(const Device& device, std::size_t floats) {
-  TrainingKernels& kernels = TrainingKernels::of(device);
-  Buffer tensor(kernels.context(), floats * sizeof(float));
-  const VkDeviceSize bytes = (std::max<std::size_t>(tensor.size(), 4) + 3) / 4 * 4;
-  const Fence used = tensor.used();
-  const Fence fence = kernels.context()->submit(
-      [&](VkCommandBuffer commands) { vkCmdFillBuffer(commands, tensor.handle(), 0, bytes, 0); },
-      std::span(&used, 1));
-  tensor.mark_written(fence);
-  return tensor;
-}
+/// The `stoke::DeviceBackend` operations, as static members: `Backend` derives from this,
+/// so they are `Backend::zeros`, `Backend::upload` and so on.
+struct Operations {
+  /// `floats` zeroed floats on `device`.
+  static Buffer zeros(const Device& device, std::size_t floats) {
+    TrainingKernels& kernels = TrainingKernels::of(device);
+    Buffer tensor(kernels.context(), floats * sizeof(float));
+    const VkDeviceSize bytes = (std::max<std::size_t>(tensor.size(), 4) + 3) / 4 * 4;
+    const Fence used = tensor.used();
+    const Fence fence = kernels.context()->submit(
+        [&](VkCommandBuffer commands) { vkCmdFillBuffer(commands, tensor.handle(), 0, bytes, 0); },
+        std::span(&used, 1));
+    tensor.mark_written(fence);
+    return tensor;
+  }
 
-/// Overwrites the start of `tensor` with `bytes` (staged: `bytes` may go once this returns).
-inline void upload(Buffer& tensor, std::span<const std::byte> bytes) {
-  TrainingKernels::of(tensor.device()).stager().upload_into(tensor, bytes);
-}
+  /// Overwrites the start of `tensor` with `bytes` (staged: `bytes` may go once this returns).
+  static void upload(Buffer& tensor, std::span<const std::byte> bytes) {
+    TrainingKernels::of(tensor.device()).stager().upload_into(tensor, bytes);
+  }
 
-/// The floats of `tensor`, once its writes completed.
-inline std::vector<float> download(const Buffer& tensor) {
-  return stoke::detail::floats_of(TrainingKernels::of(tensor.device()).stager().download(tensor));
-}
+  /// The floats of `tensor`, once its writes completed.
+  static std::vector<float> download(const Buffer& tensor) {
+    return stoke::detail::floats_of(TrainingKernels::of(tensor.device()).stager().download(tensor));
+  }
 
-/// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
-inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
-                     Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history) {
-  const auto sizes = stoke::detail::checked_sgd_step(detail::backend, step, parameters, velocity,
-                                                     reduced, history);
-  struct {
-    stoke::detail::OptimizerStepSizes sizes;
-    float learning_rate, momentum, weight_decay;
-  } params{sizes, step.learning_rate, hyper.momentum, hyper.weight_decay};
-  const Binding bindings[] = {Binding::write(parameters), Binding::write(velocity),
-                              Binding::read(reduced), Binding::write(history)};
-  TrainingKernels::of(parameters.device())
-      .sgd.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
-}
+  /// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
+  static void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
+                       Buffer& parameters, Buffer& velocity, const Buffer& reduced,
+                       Buffer& history) {
+    const auto sizes = stoke::detail::checked_sgd_step(detail::backend, step, parameters, velocity,
+                                                       reduced, history);
+    struct {
+      stoke::detail::OptimizerStepSizes sizes;
+      float learning_rate, momentum, weight_decay;
+    } params{sizes, step.learning_rate, hyper.momentum, hyper.weight_decay};
+    const Binding bindings[] = {Binding::write(parameters), Binding::write(velocity),
+                                Binding::read(reduced), Binding::write(history)};
+    TrainingKernels::of(parameters.device())
+        .sgd.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
+  }
 
-/// One Adam step on a shard (see `OptimizerStepShape`); `first` and `second` hold the
-/// shard's moments.
-inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
-                      Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
-                      Buffer& history) {
-  const auto sizes = stoke::detail::checked_adam_step(detail::backend, step, parameters, first,
-                                                      second, reduced, history);
-  struct {
-    stoke::detail::OptimizerStepSizes sizes;
-    float learning_rate;
-    stoke::detail::AdamFactors factors;
-  } params{sizes, step.learning_rate, stoke::detail::adam_factors(hyper, step.learning_rate)};
-  const Binding bindings[] = {Binding::write(parameters), Binding::write(first),
-                              Binding::write(second), Binding::read(reduced),
-                              Binding::write(history)};
-  TrainingKernels::of(parameters.device())
-      .adam.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
-}
+  /// One Adam step on a shard (see `OptimizerStepShape`); `first` and `second` hold the
+  /// shard's moments.
+  static void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
+                        Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
+                        Buffer& history) {
+    const auto sizes = stoke::detail::checked_adam_step(detail::backend, step, parameters, first,
+                                                        second, reduced, history);
+    struct {
+      stoke::detail::OptimizerStepSizes sizes;
+      float learning_rate;
+      stoke::detail::AdamFactors factors;
+    } params{sizes, step.learning_rate, stoke::detail::adam_factors(hyper, step.learning_rate)};
+    const Binding bindings[] = {Binding::write(parameters), Binding::write(first),
+                                Binding::write(second), Binding::read(reduced),
+                                Binding::write(history)};
+    TrainingKernels::of(parameters.device())
+        .adam.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
+  }
 
-/// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
-/// of the loss by the logits (`rows x classes`) and per-item loss and correctness (`rows x 2`).
-/// `labels` holds one `int32` a row.
-inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
-                            const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
-  const auto sizes = stoke::detail::checked_softmax_forward(detail::backend, shape, inputs, labels,
-                                                            parameters, dlogits, item_stats);
-  const Binding bindings[] = {Binding::read(inputs), Binding::read(labels),
-                              Binding::read(parameters), Binding::write(dlogits),
-                              Binding::write(item_stats)};
-  TrainingKernels::of(inputs.device()).softmax_forward.dispatch(bindings, sizes, shape.rows);
-}
+  /// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
+  /// of the loss by the logits (`rows x classes`) and per-item loss and correctness (`rows x 2`).
+  /// `labels` holds one `int32` a row.
+  static void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
+                              const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
+    const auto sizes = stoke::detail::checked_softmax_forward(
+        detail::backend, shape, inputs, labels, parameters, dlogits, item_stats);
+    const Binding bindings[] = {Binding::read(inputs), Binding::read(labels),
+                                Binding::read(parameters), Binding::write(dlogits),
+                                Binding::write(item_stats)};
+    TrainingKernels::of(inputs.device()).softmax_forward.dispatch(bindings, sizes, shape.rows);
+  }
 
-/// A softmax classifier's gradient sums and step sums into the reduced tensor.
-inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
-                              const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
-  const auto sizes = stoke::detail::checked_softmax_gradients(detail::backend, shape, inputs,
-                                                              dlogits, item_stats, reduced);
-  const Binding bindings[] = {Binding::read(inputs), Binding::read(dlogits),
-                              Binding::read(item_stats), Binding::write(reduced)};
-  TrainingKernels::of(inputs.device())
-      .softmax_gradients.dispatch(bindings, sizes,
-                                  shape.features * shape.classes + shape.classes + reduced_tail);
-}
+  /// A softmax classifier's gradient sums and step sums into the reduced tensor.
+  static void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
+                                const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
+    const auto sizes = stoke::detail::checked_softmax_gradients(detail::backend, shape, inputs,
+                                                                dlogits, item_stats, reduced);
+    const Binding bindings[] = {Binding::read(inputs), Binding::read(dlogits),
+                                Binding::read(item_stats), Binding::write(reduced)};
+    TrainingKernels::of(inputs.device())
+        .softmax_gradients.dispatch(bindings, sizes,
+                                    shape.features * shape.classes + shape.classes + reduced_tail);
+  }
 
-/// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
-inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
-  const auto sizes = stoke::detail::checked_softmax_sums(detail::backend, shape, item_stats, sums);
-  const Binding bindings[] = {Binding::read(item_stats), Binding::write(sums)};
-  TrainingKernels::of(sums.device()).add_softmax_sums.dispatch(bindings, sizes, 1);
-}
+  /// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
+  static void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
+    const auto sizes =
+        stoke::detail::checked_softmax_sums(detail::backend, shape, item_stats, sums);
+    const Binding bindings[] = {Binding::read(item_stats), Binding::write(sums)};
+    TrainingKernels::of(sums.device()).add_softmax_sums.dispatch(bindings, sizes, 1);
+  }
+};
 
 }  // namespace training
 

@@ -2,7 +2,7 @@
 /// @file
 /// The input checks every batcher of `LabeledImage`s makes, whatever its backend: the
 /// normalisation it was given, equal pixel counts, and labels that fit the int32 they become;
-/// and the upload of the checked pixel rows that the device batchers share.
+/// and the normalisation and upload of the checked pixel rows that the device batchers share.
 
 #include <cmath>
 #include <cstddef>
@@ -69,6 +69,30 @@ inline ImageRows check_image_rows(std::string_view batcher, float mean, float st
   check_image_normalization(batcher, mean, std);
   return ImageRows{items.size(), image_batch_pixels(items), image_batch_labels(batcher, items)};
 }
+
+/// The normalisation `(b / 255 - mean) / std` of a device image batcher, and the checks of a
+/// batch against it: the CUDA and Vulkan `ImageBatcher`s derive from it.
+class ByteImageNormalization {
+ public:
+  /// Subtracts `mean` after scaling bytes to [0, 1], then divides by `std`.
+  ByteImageNormalization(float mean, float std) noexcept : mean_(mean), std_(std) {}
+
+  /// Subtracted after scaling bytes to [0, 1].
+  [[nodiscard]] float mean() const noexcept { return mean_; }
+  /// Then divided by.
+  [[nodiscard]] float std() const noexcept { return std_; }
+
+ protected:
+  /// The rows of `items`, checked with `check_image_rows` for the batcher named `batcher`.
+  [[nodiscard]] ImageRows checked_rows(std::string_view batcher,
+                                       std::span<const LabeledImage> items) const {
+    return check_image_rows(batcher, mean_, std_, items);
+  }
+
+ private:
+  float mean_;
+  float std_;
+};
 
 /// Starts the upload of the pixels of `items`, row after row, through `stager.upload_with`
 /// (CUDA and Vulkan stagers); returns what it returns.
