@@ -580,7 +580,7 @@ TarShards five_shards(const TempDir& dir) {
 TEST(TarShards, AShardAwareLoaderVisitsEachSampleOncePerEpochShardByShard) {
   TempDir dir;
   const TarShards shards = five_shards(dir);
-  static_assert(stoke::ShardPrefetching<TarShards>);
+  static_assert(stoke::PrefetchingShardedDataset<TarShards>);
   auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, ImageIds>({})
                     .batch_size(4)
                     .shuffle_shards(11)

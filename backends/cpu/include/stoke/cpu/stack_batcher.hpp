@@ -17,9 +17,15 @@
 namespace stoke::cpu {
 
 namespace detail {
+/// A number `StackBatcher` can convert.
+///
+/// Requirements, one of:
+/// 1. `V` is an arithmetic type;
+/// 2. `V` is `std::byte` (converted as `unsigned`).
 template <class V>
 concept Number = std::is_arithmetic_v<V> || std::same_as<V, std::byte>;
 
+/// `value` as an `Out`.
 template <class Out, class V>
 constexpr Out to_number(V value) noexcept {
   if constexpr (std::same_as<V, std::byte>) {
@@ -29,7 +35,11 @@ constexpr Out to_number(V value) noexcept {
   }
 }
 
-/// Contiguous ranges of numbers (or bytes): what `StackBatcher` stacks into rows.
+/// A range of numbers: what `StackBatcher` stacks into a row.
+///
+/// Requirements:
+/// 1. `const Item&` is a contiguous range;
+/// 2. its values, without `const` or `volatile`, are `Number`s.
 template <class Item>
 concept NumberRange = std::ranges::contiguous_range<const Item&> &&
                       Number<std::remove_cv_t<std::ranges::range_value_t<const Item&>>>;

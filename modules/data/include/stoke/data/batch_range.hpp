@@ -1,11 +1,13 @@
 #pragma once
 /// @file
 /// `BatchRange`: what every loader's `iter()` returns, one epoch's batches as a single-pass
-/// input range, and `BatchFeed`, where those batches come from.
+/// input range; `BatchFeed`, where those batches come from; and `detail::LoaderFeed`, a
+/// loader's feed, which counts the batches it hands over in the loader's `detail::Progress`.
 
 #include <cstddef>
 #include <iterator>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <utility>
 
@@ -102,5 +104,43 @@ class BatchRange {
   std::optional<Value> current_;
   bool started_ = false;
 };
+
+namespace detail {
+
+/// How far the consumer got in the epoch it iterates; shared with that epoch's feed.
+struct Progress {
+  std::mutex mutex;
+  bool active = false;        ///< an epoch was started with `iter()`
+  std::size_t epoch = 0;      ///< the epoch started last
+  std::size_t delivered = 0;  ///< its batches handed to the consumer
+  std::size_t num_batches = 0;
+  std::size_t offset = 0;  ///< positions of that epoch skipped on resume
+};
+
+/// A loader's feed: counts each batch it hands to the consumer in the loader's progress.
+template <class Value>
+class LoaderFeed : public BatchFeed<Value> {
+ public:
+  /// A feed that counts its batches in `progress`.
+  explicit LoaderFeed(std::shared_ptr<Progress> progress) : progress_(std::move(progress)) {}
+
+  std::optional<Value> next() final {
+    std::optional<Value> batch = produce();
+    if (batch) {
+      const std::lock_guard lock(progress_->mutex);
+      ++progress_->delivered;
+    }
+    return batch;
+  }
+
+ protected:
+  /// The next batch, `std::nullopt` after the last.
+  virtual std::optional<Value> produce() = 0;
+
+ private:
+  std::shared_ptr<Progress> progress_;
+};
+
+}  // namespace detail
 
 }  // namespace stoke

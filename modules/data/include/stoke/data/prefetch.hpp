@@ -60,9 +60,13 @@ template <class L>
 using loader_backend_t = typename loader_backend<L>::type;
 
 namespace detail {
-/// A contiguous, sized range of trivially copyable values: it can be uploaded as bytes.
+/// A range that can be uploaded as its bytes.
+///
+/// Requirements:
+/// 1. `const R&` is a contiguous and sized range;
+/// 2. its values are trivially copyable.
 template <class R>
-concept TrivialContiguous =
+concept TrivialContiguousRange =
     std::ranges::contiguous_range<const R&> && std::ranges::sized_range<const R&> &&
     std::is_trivially_copyable_v<std::ranges::range_value_t<const R&>>;
 
@@ -78,14 +82,14 @@ std::span<const std::byte> bytes_of_range(const R& range) {
 /// 1. `T` is a contiguous, sized range of trivially copyable values (`std::vector<float>`);
 /// 2. `t.values()` is such a range, viewing values `t` owns (`cpu::Tensor`).
 template <class T>
-concept HostBytes = detail::TrivialContiguous<T> || requires(const T& data) {
-  { data.values() } -> detail::TrivialContiguous;
+concept HostBytes = detail::TrivialContiguousRange<T> || requires(const T& data) {
+  { data.values() } -> detail::TrivialContiguousRange;
 };
 
 /// The bytes of host data, as the default upload sends them (a view, not a copy).
 template <HostBytes T>
 [[nodiscard]] std::span<const std::byte> host_bytes(const T& data) {
-  if constexpr (detail::TrivialContiguous<T>) {
+  if constexpr (detail::TrivialContiguousRange<T>) {
     return detail::bytes_of_range(data);
   } else {
     return detail::bytes_of_range(data.values());
@@ -113,9 +117,12 @@ struct staged_parts<Staged<V, F>> {
   using fence = F;
 };
 
-/// A loader that reports where it stands (`state()`, as stoke's loaders and their parts do).
+/// A loader that reports where it stands, as stoke's loaders and their parts do.
+///
+/// Requirements:
+/// 1. `l.state()`, on a `const` loader, returns a `LoaderState`.
 template <class L>
-concept ReportsState = requires(const L& loader) {
+concept StatefulLoader = requires(const L& loader) {
   { loader.state() } -> std::same_as<LoaderState>;
 };
 
@@ -367,7 +374,7 @@ class PrefetchLoader {
   /// Where the consumer stands: the inner loader's state as of the batch the consumer took
   /// last, not counting the batches pulled ahead for upload (see `TrainingLoader`).
   [[nodiscard]] LoaderState state() const
-    requires detail::ReportsState<L>
+    requires detail::StatefulLoader<L>
   {
     if (current_) {
       if (auto taken = current_->consumer_state()) return *taken;
@@ -421,7 +428,7 @@ class PrefetchLoader {
   /// Reads the inner loader's state from the pipeline's thread, where it has one (a slice
   /// has none: `state()` then reports the inner loader's own refusal).
   [[nodiscard]] detail::StateSnapshot snapshot() const {
-    if constexpr (detail::ReportsState<L>) {
+    if constexpr (detail::StatefulLoader<L>) {
       return [inner = inner_]() -> std::optional<LoaderState> {
         try {
           return inner->state();

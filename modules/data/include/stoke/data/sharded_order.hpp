@@ -42,7 +42,7 @@ concept ShardedDataset = requires(const S& dataset) {
 ///    of shard numbers in the order the next epoch visits them, and returns at once; a loader
 ///    with a shard-aware order calls it as each epoch begins.
 template <class S>
-concept ShardPrefetching =
+concept PrefetchingShardedDataset =
     ShardedDataset<S> && requires(const S& dataset, std::span<const std::size_t> shards) {
       dataset.prefetch_shards(shards);
     };

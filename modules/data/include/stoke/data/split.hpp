@@ -15,7 +15,11 @@
 namespace stoke {
 
 namespace detail {
-/// A range whose elements convert to the device type `D`.
+/// A range of devices of type `D`.
+///
+/// Requirements:
+/// 1. `R` is an input range;
+/// 2. its elements convert to `D`.
 template <typename R, typename D>
 concept DeviceRangeOf =
     std::ranges::input_range<R> && std::convertible_to<std::ranges::range_reference_t<R>, D>;

@@ -135,7 +135,7 @@ class LoaderBase {
   std::shared_ptr<const EpochBatches<S, T, B>> begin_epoch(std::size_t max_chunks = 0) {
     auto batches = std::make_shared<const EpochBatches<S, T, B>>(
         source_, device_, options_.seed, plan_, position_.begin_epoch(plan_), max_chunks);
-    if constexpr (ShardPrefetching<S>) {
+    if constexpr (PrefetchingShardedDataset<S>) {
       const std::vector<std::size_t> shards = batches->shard_visits();
       if (!shards.empty()) source_->dataset().prefetch_shards(shards);
     }

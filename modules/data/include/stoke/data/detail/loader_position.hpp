@@ -19,40 +19,6 @@
 
 namespace stoke::detail {
 
-/// How far the consumer got in the epoch it iterates; shared with that epoch's feed.
-struct Progress {
-  std::mutex mutex;
-  bool active = false;        ///< an epoch was started with `iter()`
-  std::size_t epoch = 0;      ///< the epoch started last
-  std::size_t delivered = 0;  ///< its batches handed to the consumer
-  std::size_t num_batches = 0;
-  std::size_t offset = 0;  ///< positions of that epoch skipped on resume
-};
-
-/// A loader's feed: counts each batch it hands to the consumer in the loader's progress.
-template <class Value>
-class LoaderFeed : public BatchFeed<Value> {
- public:
-  /// A feed that counts its batches in `progress`.
-  explicit LoaderFeed(std::shared_ptr<Progress> progress) : progress_(std::move(progress)) {}
-
-  std::optional<Value> next() final {
-    std::optional<Value> batch = produce();
-    if (batch) {
-      const std::lock_guard lock(progress_->mutex);
-      ++progress_->delivered;
-    }
-    return batch;
-  }
-
- protected:
-  /// The next batch, `std::nullopt` after the last.
-  virtual std::optional<Value> produce() = 0;
-
- private:
-  std::shared_ptr<Progress> progress_;
-};
-
 /// The epoch a loader loads next and its progress through the current one. A copy shares the
 /// source's epoch ledger (see `EpochLedger`) and starts with the same epoch and progress.
 class LoaderPosition {

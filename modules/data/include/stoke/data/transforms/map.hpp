@@ -15,7 +15,10 @@
 namespace stoke {
 namespace detail {
 
-/// Whether `F` takes the sample and its index, `f(item, index)`.
+/// A map function that takes the sample's index too.
+///
+/// Requirements:
+/// 1. `f(item, index)` is callable on a `const` `F` with a sample of `S` and a `std::size_t`.
 template <class F, class S>
 concept IndexedMapFunction = std::invocable<const F&, get_result_t<S>, std::size_t>;
 
@@ -30,13 +33,13 @@ struct map_result<F, S> {
   using type = std::invoke_result_t<const F&, get_result_t<S>, std::size_t>;
 };
 
-/// Whether `F` takes the sample of `S`, with or without its index.
+/// A function of the samples of `S`.
+///
+/// Requirements, one of:
+/// 1. `F` is an `IndexedMapFunction` of `S`;
+/// 2. `f(item)` is callable on a `const` `F` with a sample of `S`.
 template <class F, class S>
-concept CallableOnSamples = IndexedMapFunction<F, S> || std::invocable<const F&, get_result_t<S>>;
-
-/// Whether what `F` returns for a sample of `S` is a value (not void).
-template <class F, class S>
-concept ReturnsAValue = !std::is_void_v<typename map_result<F, S>::type>;
+concept SampleFunction = IndexedMapFunction<F, S> || std::invocable<const F&, get_result_t<S>>;
 
 }  // namespace detail
 
@@ -48,8 +51,8 @@ concept ReturnsAValue = !std::is_void_v<typename map_result<F, S>::type>;
 ///    (the index form is preferred when both work), from several threads at once;
 /// 3. it returns a value, not `void`.
 template <class F, class S>
-concept MapFunction = Dataset<S> && std::copy_constructible<F> && detail::CallableOnSamples<F, S> &&
-                      detail::ReturnsAValue<F, S>;
+concept MapFunction = Dataset<S> && std::copy_constructible<F> && detail::SampleFunction<F, S> &&
+                      !std::is_void_v<typename detail::map_result<F, S>::type>;
 
 /// The samples of `S`, each passed through `F` when read: `get(i)` is `f(inner.get(i), i)`,
 /// or `f(inner.get(i))`. `i` is the index in this dataset (and in `S`), so augmentations

@@ -83,7 +83,7 @@ class WindowsDataset {
   /// Passes the order of the next epoch's shards on to the inner dataset, which reads them
   /// ahead (the shards of the windows are those of the inner dataset).
   void prefetch_shards(std::span<const std::size_t> shards) const
-    requires ShardPrefetching<S>
+    requires PrefetchingShardedDataset<S>
   {
     inner_.prefetch_shards(shards);
   }
