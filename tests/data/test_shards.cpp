@@ -11,8 +11,11 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -42,6 +45,10 @@ struct FakeFiles {
   std::chrono::milliseconds delay{0};
   std::shared_ptr<std::vector<std::atomic<int>>> loads;
   std::shared_ptr<std::atomic<int>> fail_shard = std::make_shared<std::atomic<int>>(-1);
+  /// (shard, rows) of every read of a few rows (`format_with_heads`).
+  std::shared_ptr<std::vector<std::pair<std::size_t, std::size_t>>> heads =
+      std::make_shared<std::vector<std::pair<std::size_t, std::size_t>>>();
+  std::shared_ptr<std::mutex> heads_mutex = std::make_shared<std::mutex>();
 
   explicit FakeFiles(std::vector<std::size_t> shard_rows, std::chrono::milliseconds read_delay = {})
       : rows(std::move(shard_rows)),
@@ -63,6 +70,28 @@ struct FakeFiles {
                   return stoke::ArrayInfo{stoke::DType::f32, {self.rows[shard_of(path)], columns}};
                 },
             .load = [self](const std::filesystem::path& path) { return self.load(path); }};
+  }
+  /// `format()`, and reads of a few rows (the heads of windows), recorded in `heads` and not
+  /// counted as reads of the shard.
+  [[nodiscard]] stoke::ArrayFileFormat format_with_heads() const {
+    stoke::ArrayFileFormat with_heads = format();
+    FakeFiles self = *this;
+    with_heads.read_rows = [self](const std::filesystem::path& path, std::size_t first,
+                                  std::size_t count) {
+      const std::size_t k = shard_of(path);
+      std::size_t begin = 0;
+      for (std::size_t j = 0; j < k; ++j) begin += self.rows[j];
+      std::vector<float> values;
+      for (std::size_t r = first; r < first + count; ++r) {
+        for (std::size_t c = 0; c < columns; ++c) values.push_back(value_at(begin + r, c));
+      }
+      std::vector<std::byte> bytes(values.size() * sizeof(float));
+      std::memcpy(bytes.data(), values.data(), bytes.size());
+      const std::lock_guard lock(*self.heads_mutex);
+      self.heads->emplace_back(k, count);
+      return stoke::ArrayShard(path, {stoke::DType::f32, {count, columns}}, std::move(bytes));
+    };
+    return with_heads;
   }
   [[nodiscard]] stoke::ArrayShard load(const std::filesystem::path& path) const {
     const std::size_t k = shard_of(path);
@@ -160,6 +189,53 @@ TEST(ShardCache, RespectsAByteBudget) {
   (void)cache.acquire(1);  // 200: 300 in all
   (void)cache.acquire(2);  // 300: 0 and 1 must go
   EXPECT_EQ(cache.resident_count(), 1U);
+}
+
+/// Waits until `done()` holds (at most a second), then a little more for whatever the cache's
+/// I/O thread does next; whether it held.
+template <class Done>
+bool settle(Done done) {
+  const auto deadline = std::chrono::steady_clock::now() + 1s;
+  while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
+  std::this_thread::sleep_for(30ms);
+  return done();
+}
+
+TEST(ShardCache, KeepsTheShardBeforeTheCursorForConsumersThatLagBehind) {
+  // Two consumers (two devices of one rank) read the plan's shards; the one ahead moves on to
+  // shard 1 while the other still has a batch of shard 0 to make. The read ahead must not
+  // evict shard 0 to read a second shard ahead.
+  CountedCache counted(4, {.resident = 3, .io_threads = 1});
+  auto& cache = counted.cache;
+  cache.plan({0, 1, 2, 3});
+  (void)cache.acquire(0);
+  // 1 and 2 are read ahead.
+  ASSERT_TRUE(settle([&] { return cache.stats().loads >= 3; }));
+  // The consumer ahead enters shard 1; the read ahead gets time to act.
+  (void)cache.acquire(1);
+  std::this_thread::sleep_for(30ms);
+  (void)cache.acquire(0);  // the one behind
+  EXPECT_EQ((*counted.reads)[0], 1) << "shard 0 was evicted while a consumer still read it";
+  (void)cache.acquire(2);  // now everyone has left shard 0: 3 is read ahead in its place
+  ASSERT_TRUE(settle([&] { return (*counted.reads)[3] == 1; }));
+  EXPECT_EQ(*counted.reads, (std::vector<int>{1, 1, 1, 1}));
+  EXPECT_LE(cache.stats().max_resident, 3U);
+}
+
+TEST(ShardCache, AReadOnDemandEvictsTheKeptShardNeededLast) {
+  // Every resident shard is one the plan keeps (0 being read, 1 and 2 read ahead); a shard
+  // outside the plan is read on demand. It must evict 2, which the plan needs last, not 0,
+  // which is the least recently used only because 1 and 2 were read after it.
+  CountedCache counted(6, {.resident = 3, .io_threads = 1});
+  auto& cache = counted.cache;
+  cache.plan({0, 1, 2, 3, 4});
+  (void)cache.acquire(0);
+  ASSERT_TRUE(settle([&] { return cache.stats().loads >= 3; }));
+  EXPECT_EQ(*cache.acquire(5), 500);
+  EXPECT_EQ(*cache.acquire(0), 0);
+  EXPECT_EQ(*cache.acquire(1), 100);
+  EXPECT_EQ((*counted.reads)[0], 1) << "the shard being read was evicted";
+  EXPECT_EQ((*counted.reads)[1], 1) << "the next shard was evicted";
 }
 
 TEST(ShardedArrays, RowsOfAllFilesFollowEachOther) {
@@ -302,6 +378,113 @@ TEST(ShardedArrays, AShardAwareLoaderReadsEachShardOncePerEpochWithinTheBound) {
   const auto stats = arrays.cache_stats();
   EXPECT_LE(stats.max_resident, 4U);
   EXPECT_GE(stats.hits, 1U);
+}
+
+TEST(ShardedArrays, AShardSplitRankOfTwoDevicesReadsEachOfItsFilesOncePerEpoch) {
+  // Two ranks, each a process with a cache of K = 3 shards of its own, take whole files of
+  // windows (which run over file ends) and split them over two devices, which make their
+  // batches in lockstep, one a step ahead of the other (as a device thread and the batches
+  // queued for it are): at a file's end one device moves into the next file while the other
+  // still makes a batch of the file before. Three shards are enough: the one the devices
+  // leave, the one they enter, and the one read ahead. Each rank reads each of its files
+  // once per epoch (with `pad`, its first file once more: the padding wraps around to it),
+  // no file it does not visit, and the heads of the windows that run over a file's end at
+  // most twice per epoch.
+  constexpr std::size_t ranks = 2;
+  constexpr std::size_t epochs = 3;
+  const std::vector<std::size_t> rows{20, 26, 17, 30, 23, 28, 19, 24};
+  const auto file_of = [&](std::size_t row) {  // the file of a dataset row
+    std::size_t file = 0;
+    while (row >= rows[file]) row -= rows[file++];
+    return file;
+  };
+  for (const stoke::Remainder remainder : {stoke::Remainder::drop, stoke::Remainder::pad}) {
+    SCOPED_TRACE(remainder == stoke::Remainder::drop ? "drop" : "pad");
+    std::vector<std::size_t> seen_windows;
+    for (std::size_t rank = 0; rank < ranks; ++rank) {
+      const FakeFiles files(rows);
+      const stoke::ShardedArrays<float> arrays(files.paths(), files.format_with_heads(),
+                                               {.resident = 3, .io_threads = 1});
+      const auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, FirstValues>({})
+                              .batch_size(4)
+                              .shuffle_shards(7)
+                              .remainder(remainder)
+                              .build_batch_loader(arrays | stoke::windows(5, 1));
+      auto devices =
+          stoke::split(stoke::rank_part(loader, rank, ranks, stoke::RankSplit::by_shards),
+                       stoke::cpu::Backend::devices(2));
+      std::vector<int> before(rows.size(), 0);
+      for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
+        std::set<std::size_t> files_read;
+        std::optional<std::size_t> first_file;
+        const auto train = [&](const auto& batch) {
+          const std::vector<std::size_t>& first_rows = batch.data.items;
+          for (std::size_t i = 0; i < first_rows.size(); ++i) {
+            const bool padding = i + batch.padding >= first_rows.size();
+            if (epoch == 0 && !padding) seen_windows.push_back(first_rows[i]);
+            files_read.insert(file_of(first_rows[i]));
+            if (!first_file) first_file = file_of(first_rows[i]);
+          }
+          std::this_thread::sleep_for(3ms);  // the batch is trained on; the cache reads ahead
+        };
+        // Device 0 makes rank batches 0, 2, 4, ..., device 1 makes 1, 3, 5, ...: in the order
+        // 0, 1, 3, 2, 5, 4, ... (device 1 makes each of its batches before device 0's last).
+        auto behind = devices[0].iter();
+        auto ahead = devices[1].iter();
+        auto b = behind.begin();
+        ASSERT_NE(b, behind.end());
+        train(*b);
+        auto a = ahead.begin();
+        ASSERT_NE(a, ahead.end());
+        train(*a);
+        for (;;) {
+          ++a;
+          if (a != ahead.end()) train(*a);
+          ++b;
+          if (b != behind.end()) train(*b);
+          ASSERT_EQ(a == ahead.end(), b == behind.end()) << "the devices' batch counts differ";
+          if (a == ahead.end()) break;
+        }
+        for (std::size_t k = 0; k < rows.size(); ++k) {
+          const int reads = (*files.loads)[k].load() - before[k];
+          const int wraps = remainder == stoke::Remainder::pad && k == first_file ? 1 : 0;
+          EXPECT_LE(reads, 1 + wraps) << "rank " << rank << ", epoch " << epoch << ", file " << k;
+          if (reads > 0) {
+            EXPECT_TRUE(files_read.contains(k))
+                << "rank " << rank << " read file " << k << " of another rank in epoch " << epoch;
+          }
+          before[k] = (*files.loads)[k].load();
+        }
+      }
+      std::map<std::size_t, int> head_reads;
+      for (const auto& [shard, count] : *files.heads) ++head_reads[shard];
+      for (const auto& [shard, reads] : head_reads) {
+        EXPECT_LE(reads, 2 * static_cast<int>(epochs))
+            << "rank " << rank << ": the head of file " << shard;
+      }
+      EXPECT_LE(arrays.cache_stats().max_resident, 3U);
+    }
+    // The ranks together saw every window at most once (`drop` leaves some out).
+    std::sort(seen_windows.begin(), seen_windows.end());
+    EXPECT_EQ(std::adjacent_find(seen_windows.begin(), seen_windows.end()), seen_windows.end());
+  }
+}
+
+TEST(ShardedArrays, WindowsRunningOverAFilesEndReadTheNextFilesHeadAtMostTwice) {
+  const FakeFiles files({10, 8, 12});
+  const stoke::ShardedArrays<float> arrays(files.paths(), files.format_with_heads(),
+                                           {.io_threads = 0});
+  const auto windows = arrays | stoke::windows(5, 1);
+  // Windows 6 to 9 start in file 0 and need 1 to 4 rows of file 1; in a shuffled order.
+  for (const std::size_t w : {7U, 9U, 6U, 8U}) {
+    const stoke::ArrayRow<float> rows = windows.get(w);
+    for (std::size_t t = 0; t < 5; ++t) {
+      EXPECT_EQ(rows.values[t * columns + 2], value_at(w + t, 2)) << "window " << w;
+    }
+  }
+  EXPECT_EQ((*files.loads)[1].load(), 0) << "file 1 was read whole";
+  // The rows the first window needs, then all that a window can need (4 of a window of 5).
+  EXPECT_EQ(*files.heads, (std::vector<std::pair<std::size_t, std::size_t>>{{1, 2}, {1, 4}}));
 }
 
 TEST(ShardedArrays, NpyFilesWrittenBySaveNpyReadBackAcrossFileEnds) {

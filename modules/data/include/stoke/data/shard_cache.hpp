@@ -50,16 +50,21 @@ struct ShardCacheStats {
 ///    read ahead of it in flight). The caller holds the returned pointer: a shard evicted while
 ///    a batch still uses it is freed when the batch lets go.
 /// 2. At most `options.resident` shards (and `options.max_bytes` bytes, when set) are resident.
-///    A read ahead evicts only a shard that no batch holds and the plan does not visit next; a
-///    read on demand prefers such a shard, least recently used first. An epoch that visits
-///    shard after shard reads each once when K covers the shard read ahead and those that the
-///    batches being built read: with W workers and batches that span at most two shards, at
-///    most W + 1 shards, so K = W + 2 (K = 3 for batches much smaller than a shard, whose
-///    workers are mostly within one shard, is usually enough, but not always).
+///    The plan keeps K of them, in this order: the shard at the cursor (the furthest along the
+///    plan that any consumer acquired), the next one, the one before the cursor, then the ones
+///    after the next. The one before the cursor is kept because the consumers that lag behind
+///    the one furthest ahead (the rank's other devices and workers, whose batches are made
+///    ahead of their turn) still read it. A read ahead evicts only a shard that no batch holds
+///    and the plan does not keep, least recently used first; a read on demand prefers such a
+///    shard, and then evicts, of the kept ones, the one needed last. An epoch that visits shard
+///    after shard reads each once when every consumer is less than a shard behind the one
+///    furthest ahead and K >= 3: the shard they leave, the one they enter, the one read ahead.
+///    Consumers spread over more shards (shards of a few batches, many workers) may read a
+///    shard two behind the cursor again, unless a batch holds it.
 /// 3. `plan(shards)` tells it the order the epoch visits the shards in; the I/O threads
-///    then keep the shards after the one acquired last read ahead, as many as fit. Because a
-///    stoke epoch order is a pure function of (seed, epoch), the loader knows this order before
-///    the epoch starts.
+///    then read the kept shards from the cursor on ahead, as room appears. Because a stoke
+///    epoch order is a pure function of (seed, epoch), the loader knows this order before the
+///    epoch starts.
 /// A failed read is rethrown by every `acquire` of that shard (and read again by the next).
 template <class Shard>
 class ShardCache {
@@ -175,8 +180,11 @@ class ShardCache {
     }
   }
 
-  /// Moves the plan's cursor to the next visit of `s` at or after it, if the plan has one.
+  /// Moves the plan's cursor to the next visit of `s` at or after it, if the plan has one;
+  /// not for the shard visited just before the cursor, which consumers that lag behind still
+  /// read (a later visit of it, such as padding's wrap to the first shard, is not reached yet).
   void advance_cursor(std::size_t s) {
+    if (cursor_ > 0 && cursor_ <= plan_.size() && plan_[cursor_ - 1] == s) return;
     const auto from = plan_.begin() + static_cast<std::ptrdiff_t>(std::min(cursor_, plan_.size()));
     const auto found = std::find(from, plan_.end(), s);
     if (found == plan_.end()) return;
@@ -187,37 +195,68 @@ class ShardCache {
     }
   }
 
-  /// Whether `s` is among the shards the plan visits from the cursor on, within `window`.
-  [[nodiscard]] bool upcoming(std::size_t s, std::size_t window) const {
-    const std::size_t end = std::min(plan_.size(), cursor_ + window);
-    for (std::size_t p = cursor_; p < end; ++p) {
-      if (plan_[p] == s) return true;
+  /// The shards the plan keeps resident, most needed first, at most `options_.resident` of
+  /// them: the one at the cursor, the next one, the one visited before the cursor, then the
+  /// ones after the next. The cursor is where the consumer furthest ahead is; the consumers that
+  /// lag behind it (the other devices of the rank, the other workers, each with its batches
+  /// queued ahead) still read the shard before it, so that one is kept before reading further
+  /// ahead. Once the cursor moves on again, it may go. With `ahead`, only those the plan
+  /// visits from the cursor on (the ones to read ahead).
+  [[nodiscard]] std::vector<std::size_t> kept_shards(bool ahead = false) const {
+    std::vector<std::size_t> seen;
+    std::vector<std::size_t> kept;
+    const auto keep = [&](std::size_t p, bool behind) {
+      if (p >= plan_.size() || seen.size() >= options_.resident) return;
+      if (std::find(seen.begin(), seen.end(), plan_[p]) != seen.end()) return;
+      seen.push_back(plan_[p]);
+      if (!(ahead && behind)) kept.push_back(plan_[p]);
+    };
+    keep(cursor_, false);
+    keep(cursor_ + 1, false);
+    if (cursor_ > 0) keep(cursor_ - 1, true);
+    for (std::size_t p = cursor_ + 2; p < plan_.size() && seen.size() < options_.resident; ++p) {
+      keep(p, false);
     }
-    return false;
+    return kept;
+  }
+
+  /// Where `s` stands among `kept` (`kept.size()` when it is not kept).
+  [[nodiscard]] static std::size_t kept_rank(const std::vector<std::size_t>& kept, std::size_t s) {
+    return static_cast<std::size_t>(std::find(kept.begin(), kept.end(), s) - kept.begin());
   }
 
   /// Evicts shards until `bytes` more fit besides `keep`; whether they do. A read ahead
-  /// (`force` false) evicts only a shard no batch uses and the plan does not visit next; a read
-  /// on demand evicts, least recently used first, a shard no batch uses and not visited next,
-  /// then one no batch uses, then one not visited next, then any.
+  /// (`force` false) evicts only a shard no batch uses and the plan does not keep
+  /// (`kept_shards`); a read on demand evicts a shard no batch uses and not kept, then one no
+  /// batch uses, then one not kept, then any. Among shards the plan does not keep, the least
+  /// recently used goes first; among kept ones, the one needed last (a shard read ahead was
+  /// used least recently, yet is the one needed soonest).
   bool make_room(std::size_t keep, std::size_t bytes, bool force) {
     const auto fits = [&] {
       return resident_ + reserved_ < options_.resident &&
              (options_.max_bytes == 0 || resident_bytes_ + bytes <= options_.max_bytes ||
               resident_ == 0);
     };
-    // (spare a shard in use, spare an upcoming shard) for each tier, in order.
+    // (spare a shard in use, spare a kept shard) for each tier, in order.
     constexpr std::pair<bool, bool> tiers[] = {
         {true, true}, {true, false}, {false, true}, {false, false}};
+    const std::vector<std::size_t> kept = kept_shards();
+    // Whether `s` should go before `victim`: not kept before kept, then as said above.
+    const auto before = [&](std::size_t s, std::size_t victim) {
+      const std::size_t rank = kept_rank(kept, s);
+      const std::size_t victim_rank = kept_rank(kept, victim);
+      if (rank != victim_rank) return rank > victim_rank;
+      return entries_[s].last_use < entries_[victim].last_use;
+    };
     while (!fits()) {
       std::optional<std::size_t> victim;
-      for (const auto& [spare_used, spare_upcoming] : tiers) {
+      for (const auto& [spare_used, spare_kept] : tiers) {
         for (std::size_t s = 0; s < entries_.size(); ++s) {
           const Entry& e = entries_[s];
           if (!e.shard || s == keep) continue;
           if (spare_used && e.shard.use_count() > 1) continue;
-          if (spare_upcoming && upcoming(s, options_.resident)) continue;
-          if (!victim || e.last_use < entries_[*victim].last_use) victim = s;
+          if (spare_kept && kept_rank(kept, s) < kept.size()) continue;
+          if (!victim || before(s, *victim)) victim = s;
         }
         if (victim || !force) break;
       }
@@ -274,14 +313,13 @@ class ShardCache {
     return shard;
   }
 
-  /// The next shard to read ahead: the first of the plan's next shards that is neither
-  /// resident nor in flight, and for which there is room without evicting an upcoming shard.
-  /// Sets `waiting_for_room_` when there is a shard to read but no room yet.
+  /// The next shard to read ahead: the first of the shards the plan keeps from the cursor on
+  /// (not the one before it, which is not read again) that is neither resident nor in flight,
+  /// and for which there is room without evicting a kept shard. Sets `waiting_for_room_` when
+  /// there is a shard to read but no room yet.
   std::optional<std::size_t> next_to_read() {
     waiting_for_room_ = false;
-    const std::size_t end = std::min(plan_.size(), cursor_ + options_.resident);
-    for (std::size_t p = cursor_; p < end; ++p) {
-      const std::size_t s = plan_[p];
+    for (const std::size_t s : kept_shards(/*ahead=*/true)) {
       const Entry& e = entries_[s];
       if (e.shard || e.loading || e.error) continue;
       if (!make_room(s, 0, /*force=*/false)) {

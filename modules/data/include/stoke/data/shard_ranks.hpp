@@ -113,6 +113,24 @@ class RankSequence {
     return out;
   }
 
+  /// The shards that the `count` positions from `offset` on visit, in order: fewer than
+  /// `shards()` when the ranks stop short of this rank's end (`Remainder::drop`), and the first
+  /// ones again when they wrap around past it (padding).
+  [[nodiscard]] std::vector<std::size_t> shards(std::size_t count) const {
+    std::vector<std::size_t> out;
+    if (length_ == 0) return out;
+    std::size_t s = offset_ % length_;
+    for (std::size_t left = count; left > 0;) {
+      const auto next = std::upper_bound(starts_.begin(), starts_.end(), s);
+      const auto k = static_cast<std::size_t>(next - starts_.begin()) - 1;
+      if (out.empty() || out.back() != runs_[k].shard) out.push_back(runs_[k].shard);
+      const std::size_t take = std::min(left, starts_[k] + runs_[k].length - s);
+      left -= take;
+      s = (s + take) % length_;
+    }
+    return out;
+  }
+
  private:
   std::vector<ShardRun> runs_;
   std::vector<std::size_t> starts_;

@@ -58,7 +58,10 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   /// The shards the epoch visits from its start (or resume point) on, in order, under a
   /// shard-aware order (none under a plain order); under the shard rank split, this rank's.
   [[nodiscard]] std::vector<std::size_t> shard_visits() const {
-    if (layout_.trace.ranks) return layout_.trace.ranks->shards();  // this rank's shards
+    if (layout_.trace.ranks) {  // this rank's shards, as far as the ranks read them
+      if (plan_.has_slices()) return layout_.trace.ranks->shards();
+      return layout_.trace.ranks->shards(layout_.length * plan_.part_count(layout_));
+    }
     return order_.shards_from(layout_.offset);
   }
 

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -69,7 +70,8 @@ inline std::vector<std::filesystem::path> files_matching(const std::filesystem::
 /// - Rows are views into the cached shard, kept alive by the row: no copy, and a shard evicted
 ///   while a batch still uses it is freed when the batch lets go.
 /// - At most `cache.resident` shards (and `cache.max_bytes`) are resident per process, shared
-///   by every copy of the dataset (every worker thread and local device).
+///   by every copy of the dataset (every worker thread and local device); besides them, the
+///   heads of as many shards that windows ran over into (see `rows`).
 /// - The loader tells it the order of the epoch's shards (`prefetch_shards`); the cache's I/O
 ///   threads read the next ones while the current one is trained on.
 /// Opening reads every file's header and checks that all hold `T` with the same row shape.
@@ -96,6 +98,7 @@ class ShardedArrays {
     }
     s.size = rows;
     s.info.shape.front() = rows;
+    s.heads_kept = cache.resident;
     s.cache = std::make_unique<ShardCache<ArrayShard>>(
         s.files.size(), [&s](std::size_t k) { return s.load(k); },
         [](const ArrayShard& shard) { return shard.bytes().size(); }, cache);
@@ -126,8 +129,12 @@ class ShardedArrays {
   /// Rows `[first, first + count)`: a view when they lie in one shard, else a copy of the rows
   /// of every shard they span (a window across the end of a file). The shard of the first row
   /// comes through the cache; rows that run over into a later shard come from it if it is
-  /// resident, else from a read of just those rows (`ArrayFileFormat::read_rows`), so that a
-  /// rank does not read a whole shard another rank owns for the head of a window.
+  /// resident, else from a read of just the head of that shard (`ArrayFileFormat::read_rows`),
+  /// so that a rank does not read a whole shard another rank owns for the head of a window.
+  /// The heads read are kept, for as many shards as the cache keeps resident: the first read
+  /// of a shard's head reads the rows asked for; a later one that needs more reads the
+  /// `count - 1` rows that any window of `count` rows can need from it, so that the windows
+  /// running over one file's end read the next file's head at most twice, not once each.
   [[nodiscard]] ArrayRow<T> rows(std::size_t first, std::size_t count) const {
     if (first > size() || count > size() - first || count == 0) {
       throw UsageError("stoke: ShardedArrays rows [" + std::to_string(first) + ", " +
@@ -146,8 +153,7 @@ class ShardedArrays {
           left == count ? shared_->cache->acquire(k) : shared_->cache->resident(k);
       std::size_t from = row;
       if (!shard && shared_->format.read_rows) {
-        shard = std::make_shared<const ArrayShard>(shared_->read_rows(k, row, take));
-        from = 0;
+        shard = shared_->head(k, take, count - 1);  // `row` is 0: a later shard's first rows
       } else if (!shard) {
         shard = shared_->cache->acquire(k);
       }
@@ -159,7 +165,7 @@ class ShardedArrays {
   }
 
   /// Rows read outside the cache (the heads of windows that ran over into a shard that was not
-  /// resident), and their bytes.
+  /// resident, each read once or twice per shard, see `rows`), and their bytes.
   [[nodiscard]] std::pair<std::size_t, std::size_t> partial_reads() const {
     return {shared_->partial_rows.load(), shared_->partial_bytes.load()};
   }
@@ -184,6 +190,38 @@ class ShardedArrays {
     std::unique_ptr<ShardCache<ArrayShard>> cache;
     std::atomic<std::size_t> partial_rows{0};   ///< rows read outside the cache
     std::atomic<std::size_t> partial_bytes{0};  ///< their bytes
+    /// The first rows of a shard, read outside the cache for the heads of windows.
+    struct Head {
+      std::size_t shard = 0;
+      std::shared_ptr<const ArrayShard> rows;
+    };
+    std::mutex heads_mutex;
+    std::vector<Head> heads;     ///< the heads kept, oldest first
+    std::size_t heads_kept = 0;  ///< shards whose heads are kept at most
+
+    /// The first `count` rows of shard `k` (or more): a head kept, else read. The first read
+    /// of a shard's head reads `count` rows; a later one reads `longest` (at most the shard).
+    std::shared_ptr<const ArrayShard> head(std::size_t k, std::size_t count, std::size_t longest) {
+      bool again = false;
+      {
+        std::lock_guard lock(heads_mutex);
+        for (const Head& kept : heads) {
+          if (kept.shard != k) continue;
+          if (kept.rows->rows() >= count) return kept.rows;
+          again = true;
+        }
+      }
+      const std::size_t want = again ? std::max(count, std::min(longest, rows[k])) : count;
+      auto read = std::make_shared<const ArrayShard>(read_rows(k, 0, want));
+      std::lock_guard lock(heads_mutex);
+      for (const Head& kept : heads) {
+        if (kept.shard == k && kept.rows->rows() >= want) return read;  // another thread's
+      }
+      std::erase_if(heads, [&](const Head& kept) { return kept.shard == k; });
+      heads.push_back({k, read});
+      if (heads.size() > std::max<std::size_t>(heads_kept, 1)) heads.erase(heads.begin());
+      return read;
+    }
 
     /// Reads rows `[first, first + count)` of shard `k` alone, checking what it got.
     ArrayShard read_rows(std::size_t k, std::size_t first, std::size_t count) {
