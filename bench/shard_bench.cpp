@@ -3,6 +3,12 @@
 // system throttled to a given bandwidth and latency, and (3) the bytes all ranks read per epoch
 // over the data set's bytes with the shard rank split, the interleaved split, and one cache per
 // worker (what PyTorch's worker processes do). Prints its figures and `ratio <name>: <x>` lines.
+//
+// With --throughput it measures instead, in a process of its own, the workload of the PyTorch
+// peer bench/peers/pytorch_shards.py: one rank's loader alone (2 workers, batches of 64 rows
+// stacked into one float32 tensor, as PyTorch's collate does), files in the page cache, no
+// throttling and no work per step; samples/s, the first batch, peak RSS, bytes read per epoch
+// and whether every row came exactly once (the first value of every row is its index).
 #include <malloc.h>
 #include <sys/resource.h>
 
@@ -38,6 +44,8 @@ struct Flags {
   double mb_per_second = 200.0;  // the throttled file system
   double latency_ms = 5.0;
   double compute_ms = 40.0;  // per step, per device
+  bool throughput = false;   // the PyTorch peer's workload instead
+  std::size_t epochs = 10;   // of the throughput workload
 };
 
 /// Sums the first value of every row: the batch's work stays small.
@@ -68,20 +76,52 @@ stoke::ArrayFileFormat throttled(const Flags& flags) {
   return format;
 }
 
+/// The first value of the last row of a file (the data ends the file).
+float last_row_first_value(const std::filesystem::path& path, std::size_t row_floats) {
+  std::ifstream in(path, std::ios::binary);
+  in.seekg(-static_cast<std::streamoff>(row_floats * sizeof(float)), std::ios::end);
+  float value = -1;
+  in.read(reinterpret_cast<char*>(&value), sizeof value);
+  return value;
+}
+
+/// Shard s holds rows of value s, but for the first value of every row: the row's index in the
+/// data set, so that a reader can check that every row came exactly once.
 std::vector<std::filesystem::path> write_files(const Flags& flags) {
   std::filesystem::create_directories(flags.dir);
   std::vector<std::filesystem::path> files;
   for (std::size_t s = 0; s < flags.shards; ++s) {
     const auto path = flags.dir / ("shard_" + std::to_string(s) + ".npy");
     const stoke::ArrayInfo info{stoke::DType::f32, {flags.rows, flags.row_floats}};
-    if (!std::filesystem::exists(path) || stoke::read_npy_info(path) != info) {
+    const auto last = static_cast<float>((s + 1) * flags.rows - 1);
+    if (!std::filesystem::exists(path) || stoke::read_npy_info(path) != info ||
+        last_row_first_value(path, flags.row_floats) != last) {
       std::vector<float> values(flags.rows * flags.row_floats, static_cast<float>(s));
+      for (std::size_t r = 0; r < flags.rows; ++r) {
+        values[r * flags.row_floats] = static_cast<float>(s * flags.rows + r);
+      }
       stoke::save_npy(path, info, std::as_bytes(std::span(values)));
     }
     files.push_back(path);
   }
   return files;
 }
+
+/// Stacks a batch's rows into one float32 tensor [rows, row length], as PyTorch's default
+/// collate does: the contiguous batch a model step takes.
+struct StackRows {
+  stoke::cpu::BufferPool pool{};
+
+  stoke::cpu::Tensor<float> batch(std::vector<stoke::ArrayRow<float>> rows,
+                                  const stoke::cpu::Device& device) const {
+    const std::size_t length = rows.empty() ? 0 : rows.front().values.size();
+    auto out = stoke::cpu::Tensor<float>::uninitialized({rows.size(), length}, device, pool);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+      std::ranges::copy(rows[i].values, out.row(i).begin());
+    }
+    return out;
+  }
+};
 
 auto builder(const Flags& flags, std::size_t workers) {
   return stoke::DataLoaderBuilder<stoke::cpu::Backend, SumBatcher>({})
@@ -161,6 +201,72 @@ double peak_rss_mib() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // KiB on Linux
 }
 
+/// The resident set now (VmRSS of /proc/self/status).
+double rss_now_mib() {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);) {
+    if (line.starts_with("VmRSS:")) return std::stod(line.substr(6)) / 1024.0;  // KiB
+  }
+  return 0;
+}
+
+/// The PyTorch peer's workload (bench/peers/pytorch_shards.py): one rank's loader with
+/// `flags.workers` workers over the mapped files, read as fast as it goes for `flags.epochs`
+/// epochs; prints a summary line, which the peer's script reads (samples/s: the mean over the
+/// epochs after the first), and a line for any epoch that did not bring every row once.
+int throughput(const Flags& flags, const std::vector<std::filesystem::path>& files) {
+  const double rss_before = rss_now_mib();
+  const auto start = Clock::now();
+  const stoke::ShardedArrays<float> data(files, stoke::npy_format(),
+                                         {.resident = flags.resident, .io_threads = 1});
+  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, StackRows>({})
+                    .batch_size(flags.batch)
+                    .shuffle_shards(3)
+                    .num_workers(flags.workers)
+                    .pad()
+                    .build(data);
+  const std::size_t samples = flags.shards * flags.rows;
+  double first_batch = 0;
+  std::size_t batches = 0;
+  std::vector<double> rates;
+  bool exact = true;
+  for (std::size_t epoch = 0; epoch < flags.epochs; ++epoch) {
+    std::vector<std::size_t> seen(samples);
+    batches = 0;
+    std::size_t rows = 0;
+    const auto began = Clock::now();
+    for (const auto& batch : loader.iter()) {
+      if (batches++ == 0 && epoch == 0) {
+        first_batch = std::chrono::duration<double>(Clock::now() - start).count();
+      }
+      for (std::size_t i = 0; i < batch.real_size(); ++i) {
+        ++seen[static_cast<std::size_t>(batch.data.row(i)[0])];
+      }
+      rows += batch.real_size();
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - began).count();
+    const auto once = static_cast<std::size_t>(std::ranges::count(seen, std::size_t{1}));
+    const auto missed = static_cast<std::size_t>(std::ranges::count(seen, std::size_t{0}));
+    exact = exact && once == samples;
+    rates.push_back(static_cast<double>(rows) / seconds);
+    if (once != samples) {
+      std::printf("  epoch %zu: rows seen once %zu, never %zu, more than once %zu\n", epoch + 1,
+                  once, missed, samples - once - missed);
+    }
+  }
+  double rate = 0;
+  for (std::size_t e = rates.size() > 1 ? 1 : 0; e < rates.size(); ++e) rate += rates[e];
+  rate /= static_cast<double>(rates.size() > 1 ? rates.size() - 1 : 1);
+  const double data_bytes = static_cast<double>(samples * flags.row_floats * sizeof(float));
+  const double bytes = static_cast<double>(data.cache_stats().loaded_bytes) /
+                       static_cast<double>(flags.epochs) / data_bytes;
+  std::printf(
+      "stoke throughput: %.0f samples/s, first batch %.1f ms, peak RSS %.0f MiB (%.0f MiB "
+      "before the loader), bytes read per epoch %.2f, exactly once %s, %zu batches an epoch\n",
+      rate, first_batch * 1e3, peak_rss_mib(), rss_before, bytes, exact ? "yes" : "no", batches);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -174,6 +280,9 @@ int main(int argc, char** argv) {
   app.add_option("--latency-ms", flags.latency_ms, "throttled read latency")->capture_default_str();
   app.add_option("--compute-ms", flags.compute_ms, "work per step per device")
       ->capture_default_str();
+  app.add_flag("--throughput", flags.throughput,
+               "only the PyTorch peer's workload: one rank's loader alone, unthrottled");
+  app.add_option("--epochs", flags.epochs, "epochs of --throughput")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   // Shard buffers go straight to the kernel and back: glibc otherwise raises its mmap threshold
   // after the first freed shard, and keeps later freed shards in its heaps (without this the
@@ -181,6 +290,15 @@ int main(int argc, char** argv) {
   mallopt(M_MMAP_THRESHOLD, 4 << 20);
 
   const auto files = write_files(flags);
+  if (flags.throughput) {
+    std::printf(
+        "stoke loader alone: %zu shards of %zu rows x %zu float32, mapped (npy_format), %zu "
+        "resident, 1 I/O thread; %zu workers, batches of %zu rows stacked into one tensor, "
+        "shard-aware shuffle, %zu epochs\n",
+        flags.shards, flags.rows, flags.row_floats, flags.resident, flags.workers, flags.batch,
+        flags.epochs);
+    return throughput(flags, files);
+  }
   const double shard_mib =
       static_cast<double>(flags.rows * flags.row_floats * sizeof(float)) / (1 << 20);
   const double read_ms = flags.latency_ms + shard_mib * 1.048576 / flags.mb_per_second * 1e3;

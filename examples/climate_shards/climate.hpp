@@ -22,8 +22,8 @@ namespace climate {
 
 /// The shape of the data set.
 struct Grid {
-  std::size_t lat = 16;       ///< rows of the grid
-  std::size_t lon = 32;       ///< columns of the grid
+  std::size_t lat = 32;       ///< rows of the grid
+  std::size_t lon = 64;       ///< columns of the grid
   std::size_t variables = 4;  ///< fields per hour (temperature first)
   std::size_t months = 24;    ///< files, one per month, from January of year 0
   std::size_t hours_per_month(std::size_t month) const {
