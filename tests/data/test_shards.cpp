@@ -117,12 +117,13 @@ struct FakeFiles {
   }
 };
 
-/// A cache of integers standing for shards, read by counting loads.
+/// A cache of integers standing for shards, read by counting loads (on the cache's I/O
+/// threads too, hence atomic counts).
 struct CountedCache {
-  std::shared_ptr<std::vector<int>> reads;
+  std::shared_ptr<std::vector<std::atomic<int>>> reads;
   stoke::ShardCache<int> cache;
   CountedCache(std::size_t shards, stoke::ShardCacheOptions options)
-      : reads(std::make_shared<std::vector<int>>(shards)),
+      : reads(std::make_shared<std::vector<std::atomic<int>>>(shards)),
         cache(
             shards,
             [reads = reads](std::size_t s) {
@@ -130,6 +131,15 @@ struct CountedCache {
               return static_cast<int>(s) * 100;
             },
             [](const int&) { return std::size_t{1}; }, options) {}
+
+  /// How many times shard `s` was read.
+  [[nodiscard]] int reads_of(std::size_t s) const { return (*reads)[s].load(); }
+  /// How many times each shard was read.
+  [[nodiscard]] std::vector<int> all_reads() const {
+    std::vector<int> out;
+    for (const auto& count : *reads) out.push_back(count.load());
+    return out;
+  }
 };
 
 TEST(ShardCache, KeepsAtMostKShardsAndEvictsTheLeastRecentlyUsed) {
@@ -141,7 +151,7 @@ TEST(ShardCache, KeepsAtMostKShardsAndEvictsTheLeastRecentlyUsed) {
   EXPECT_EQ(*cache.acquire(2), 200);  // evicts 1
   EXPECT_EQ(*cache.acquire(0), 0);
   EXPECT_EQ(*cache.acquire(1), 100);  // read again
-  EXPECT_EQ(*counted.reads, (std::vector<int>{1, 2, 1, 0, 0}));
+  EXPECT_EQ(counted.all_reads(), (std::vector<int>{1, 2, 1, 0, 0}));
   const auto stats = cache.stats();
   EXPECT_EQ(stats.max_resident, 2U);
   EXPECT_EQ(stats.hits, 2U);
@@ -160,7 +170,7 @@ TEST(ShardCache, ReadsThePlansNextShardsAheadAndNeverHoldsMoreThanK) {
     EXPECT_LE(cache.resident_count(), 3U);
   }
   const auto stats = cache.stats();
-  EXPECT_EQ(*counted.reads, (std::vector<int>{1, 1, 1, 1, 1, 1})) << "each shard read once";
+  EXPECT_EQ(counted.all_reads(), (std::vector<int>{1, 1, 1, 1, 1, 1})) << "each shard read once";
   EXPECT_GE(stats.hits + stats.waits, 5U) << "the shards after the first were read ahead";
   EXPECT_LE(stats.max_resident, 3U);
 }
@@ -215,10 +225,10 @@ TEST(ShardCache, KeepsTheShardBeforeTheCursorForConsumersThatLagBehind) {
   (void)cache.acquire(1);
   std::this_thread::sleep_for(30ms);
   (void)cache.acquire(0);  // the one behind
-  EXPECT_EQ((*counted.reads)[0], 1) << "shard 0 was evicted while a consumer still read it";
+  EXPECT_EQ(counted.reads_of(0), 1) << "shard 0 was evicted while a consumer still read it";
   (void)cache.acquire(2);  // now everyone has left shard 0: 3 is read ahead in its place
-  ASSERT_TRUE(settle([&] { return (*counted.reads)[3] == 1; }));
-  EXPECT_EQ(*counted.reads, (std::vector<int>{1, 1, 1, 1}));
+  ASSERT_TRUE(settle([&] { return counted.reads_of(3) == 1; }));
+  EXPECT_EQ(counted.all_reads(), (std::vector<int>{1, 1, 1, 1}));
   EXPECT_LE(cache.stats().max_resident, 3U);
 }
 
@@ -234,8 +244,8 @@ TEST(ShardCache, AReadOnDemandEvictsTheKeptShardNeededLast) {
   EXPECT_EQ(*cache.acquire(5), 500);
   EXPECT_EQ(*cache.acquire(0), 0);
   EXPECT_EQ(*cache.acquire(1), 100);
-  EXPECT_EQ((*counted.reads)[0], 1) << "the shard being read was evicted";
-  EXPECT_EQ((*counted.reads)[1], 1) << "the next shard was evicted";
+  EXPECT_EQ(counted.reads_of(0), 1) << "the shard being read was evicted";
+  EXPECT_EQ(counted.reads_of(1), 1) << "the next shard was evicted";
 }
 
 TEST(ShardedArrays, RowsOfAllFilesFollowEachOther) {
