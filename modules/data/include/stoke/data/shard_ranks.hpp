@@ -99,8 +99,7 @@ class RankSequence {
   [[nodiscard]] std::size_t position(std::size_t q) const noexcept {
     std::size_t s = offset_ + q;
     if (s >= length_ && length_ > 0) s %= length_;
-    const auto next = std::upper_bound(starts_.begin(), starts_.end(), s);
-    const auto k = static_cast<std::size_t>(next - starts_.begin()) - 1;
+    const std::size_t k = run_at(s);
     return runs_[k].begin + (s - starts_[k]);
   }
 
@@ -121,8 +120,7 @@ class RankSequence {
     if (length_ == 0) return out;
     std::size_t s = offset_ % length_;
     for (std::size_t left = count; left > 0;) {
-      const auto next = std::upper_bound(starts_.begin(), starts_.end(), s);
-      const auto k = static_cast<std::size_t>(next - starts_.begin()) - 1;
+      const std::size_t k = run_at(s);
       if (out.empty() || out.back() != runs_[k].shard) out.push_back(runs_[k].shard);
       const std::size_t take = std::min(left, starts_[k] + runs_[k].length - s);
       left -= take;
@@ -132,6 +130,12 @@ class RankSequence {
   }
 
  private:
+  /// The run that holds position `s` of the sequence (`s < length()`).
+  [[nodiscard]] std::size_t run_at(std::size_t s) const noexcept {
+    const auto next = std::upper_bound(starts_.begin(), starts_.end(), s);
+    return static_cast<std::size_t>(next - starts_.begin()) - 1;
+  }
+
   std::vector<ShardRun> runs_;
   std::vector<std::size_t> starts_;
   std::size_t length_ = 0;
