@@ -135,6 +135,7 @@ using stoke::DType;
 using stoke::dtype_name;
 using stoke::dtype_of;
 using stoke::dtype_size;
+using stoke::FileAccess;
 using stoke::files_matching;
 using stoke::IdxArray;
 using stoke::IdxClassificationDataset;
@@ -150,6 +151,7 @@ using stoke::NpyDataset;
 using stoke::npz_members;
 using stoke::read_idx;
 using stoke::read_npy_info;
+using stoke::RecordBytes;
 using stoke::save_npy;
 using stoke::ShardedArrays;
 }  // namespace stoke

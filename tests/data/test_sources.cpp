@@ -1,12 +1,14 @@
-// Tests of the dataset sources: InMemoryDataset and MmapRecordDataset.
+// Tests of the dataset sources: InMemoryDataset and MmapRecordDataset (mapped and read).
 #include <unistd.h>
 
 #include <cerrno>
+#include <concepts>
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <ranges>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -38,8 +40,9 @@ static_assert(stoke::Dataset<stoke::InMemoryDataset<std::string>>);
 static_assert(stoke::Dataset<stoke::MmapRecordDataset>);
 static_assert(std::is_same_v<decltype(std::declval<const stoke::InMemoryDataset<int>&>().get(0)),
                              const int&>);
-static_assert(
-    std::is_same_v<stoke::dataset_item_t<stoke::MmapRecordDataset>, std::span<const std::byte>>);
+static_assert(std::is_same_v<stoke::dataset_item_t<stoke::MmapRecordDataset>, stoke::RecordBytes>);
+static_assert(std::ranges::contiguous_range<const stoke::RecordBytes&>);
+static_assert(std::convertible_to<stoke::RecordBytes, std::span<const std::byte>>);
 
 /// Bytes `0, 1, 2, ...` (mod 256), `count` of them.
 std::vector<std::byte> counting_bytes(std::size_t count) {
@@ -161,6 +164,90 @@ TEST(MmapRecordDataset, RejectsFileWhoseSizeIsNotAMultipleOfTheRecordSize) {
 TEST(MmapRecordDataset, OutOfRangeGetNamesTheIndexAndTheSize) {
   const TempDir dir;
   const stoke::MmapRecordDataset dataset(dir.write("records.bin", counting_bytes(6)), 2);
+  EXPECT_THAT(message_of<stoke::UsageError>([&] { (void)dataset.get(3); }),
+              AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
+}
+
+// ---- MmapRecordDataset with FileAccess::read --------------------------------------------
+
+/// The bytes of `record`.
+std::vector<std::byte> bytes_of(const stoke::RecordBytes& record) {
+  return {record.begin(), record.end()};
+}
+
+TEST(MmapRecordDatasetRead, GivesTheSameRecordsAsTheMapping) {
+  const TempDir dir;
+  const auto file = dir.write("records.bin", counting_bytes(300 * 7));
+  const stoke::MmapRecordDataset mapped(file, 7);
+  const stoke::MmapRecordDataset read(file, 7, stoke::FileAccess::read);
+  EXPECT_EQ(mapped.access(), stoke::FileAccess::map);
+  EXPECT_EQ(read.access(), stoke::FileAccess::read);
+  ASSERT_EQ(read.size(), 300u);
+  EXPECT_EQ(read.record_size(), 7u);
+  EXPECT_EQ(read.path(), file);
+  for (std::size_t i = 0; i < read.size(); ++i) {
+    ASSERT_EQ(bytes_of(read.get(i)), bytes_of(mapped.get(i))) << "record " << i;
+  }
+  EXPECT_EQ(std::to_integer<int>(read.get(2)[3]), 17);
+}
+
+TEST(MmapRecordDatasetRead, RecordsOwnTheirBytesAndCopiesShareTheFile) {
+  const TempDir dir;
+  const auto file = dir.write("records.bin", counting_bytes(3 * 4));
+  std::optional<stoke::MmapRecordDataset> original(std::in_place, file, 4, stoke::FileAccess::read);
+  const stoke::RecordBytes record = original->get(1);
+  EXPECT_NE(original->get(1).data(), record.data());  // each get reads anew
+  const stoke::MmapRecordDataset copy = *original;
+  original.reset();  // the copy still holds the file open, the record its bytes
+  EXPECT_EQ(bytes_of(record), bytes_of(copy.get(1)));
+  const std::span<const std::byte> view = copy.get(2);
+  EXPECT_EQ(view.size(), 4u);
+  EXPECT_THAT(message_of<stoke::UsageError>([&] { (void)copy.bytes(); }),
+              AllOf(HasSubstr(file.string()), HasSubstr("FileAccess::read, not mapped")));
+}
+
+TEST(MmapRecordDatasetRead, AFileTruncatedAfterOpeningGivesAnInputErrorNamingTheFileAndOffset) {
+  const TempDir dir;
+  const auto file = dir.write("records.bin", counting_bytes(8 * 16));
+  const stoke::MmapRecordDataset dataset(file, 16, stoke::FileAccess::read);
+  const stoke::RecordBytes before = dataset.get(5);
+  std::filesystem::resize_file(file, 40);  // records 0 and 1 whole, 8 bytes of record 2
+  ASSERT_EQ(dataset.size(), 8u);           // as when it was opened
+  // Records before the cut still read.
+  EXPECT_EQ(bytes_of(dataset.get(0)), counting_bytes(16));
+  EXPECT_EQ(std::to_integer<int>(dataset.get(1)[15]), 31);
+  // A record cut in two, and one wholly past the new end.
+  EXPECT_THAT(
+      message_of<stoke::InputError>([&] { (void)dataset.get(2); }),
+      AllOf(HasSubstr("short read of '" + file.string() + "' at byte offset 32"),
+            HasSubstr("16 bytes wanted, 8 read"), HasSubstr("it now ends at byte offset 40"),
+            HasSubstr("it held 128 bytes when opened")));
+  EXPECT_THAT(
+      message_of<stoke::InputError>([&] { (void)dataset.get(6); }),
+      AllOf(HasSubstr("short read of '" + file.string() + "' at byte offset 96"),
+            HasSubstr("16 bytes wanted, 0 read"), HasSubstr("it now ends at byte offset 40")));
+  // A record read before the cut keeps its bytes.
+  EXPECT_EQ(std::to_integer<int>(before[0]), 80);
+}
+
+TEST(MmapRecordDatasetRead, RefusesWhatTheMappingRefuses) {
+  const TempDir dir;
+  const auto missing = dir.path() / "missing.bin";
+  const auto read = stoke::FileAccess::read;
+  EXPECT_THAT(
+      message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(missing, 4, read); }),
+      AllOf(HasSubstr(missing.string()), HasSubstr(std::strerror(ENOENT))));
+  EXPECT_THAT(
+      message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(dir.path(), 4, read); }),
+      AllOf(HasSubstr("cannot read '" + dir.path().string()), HasSubstr("not a regular file")));
+  const auto empty = dir.write("empty.bin", {});
+  EXPECT_THAT(
+      message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(empty, 4, read); }),
+      AllOf(HasSubstr(empty.string()), HasSubstr("empty"), HasSubstr("0 bytes")));
+  const auto odd = dir.write("odd.bin", counting_bytes(1000));
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::MmapRecordDataset(odd, 64, read); }),
+              AllOf(HasSubstr(odd.string()), HasSubstr("remainder 40"), HasSubstr("offset 960")));
+  const stoke::MmapRecordDataset dataset(dir.write("records.bin", counting_bytes(6)), 2, read);
   EXPECT_THAT(message_of<stoke::UsageError>([&] { (void)dataset.get(3); }),
               AllOf(HasSubstr("index 3"), HasSubstr("size 3")));
 }

@@ -19,6 +19,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
+#include <stoke/core/detail/json_fields.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/learner/checkpoint.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
@@ -34,6 +35,7 @@ using stoke::testing::TempDir;
 
 using testing::AllOf;
 using testing::HasSubstr;
+using testing::Not;
 
 std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -398,6 +400,48 @@ TEST(SafetensorsRefusal, ANumberBeyondDoubleRangeIsAnInputError) {
       [&] { (void)stoke::load_safetensors(dir / "huge.safetensors"); });
   EXPECT_THAT(message, AllOf(HasSubstr((dir / "huge.safetensors").string()),
                              HasSubstr("unreadable JSON header at offset 8")));
+}
+
+/// 100,000 arrays, one inside the other: printing it recursively overflows the stack.
+std::string nested_100000_deep() {
+  return std::string(100'000, '[') + std::string(100'000, ']');
+}
+
+TEST(SafetensorsRefusal, AShapeNested100000DeepIsRefusedNamingTheTensorAndTheField) {
+  EXPECT_THAT(
+      load_refusal(raw_safetensors(R"({"w": {"dtype": "U8", "shape": [)" + nested_100000_deep() +
+                                   R"(], "data_offsets": [0, 0]}})")),
+      AllOf(HasSubstr("tensor 'w' in the JSON header at offset 8"),
+            HasSubstr("field \"shape\" holds an array of 1 elements, not a non-negative "
+                      "integer")));
+}
+
+TEST(SafetensorsRefusal, MetadataNested100000DeepIsRefusedNamingTheField) {
+  EXPECT_THAT(load_refusal(raw_safetensors(R"({"__metadata__": )" + nested_100000_deep() + "}")),
+              HasSubstr("\"__metadata__\" in the JSON header at offset 8 is an array of 1 "
+                        "elements, not an object"));
+  EXPECT_THAT(
+      load_refusal(raw_safetensors(R"({"__metadata__": {"epoch": )" + nested_100000_deep() + "}}")),
+      HasSubstr("\"__metadata__\" entry \"epoch\" in the JSON header at offset 8 is an array of 1 "
+                "elements, not a string"));
+}
+
+TEST(SafetensorsRefusal, AValueAnErrorQuotesIsCutShort) {
+  const std::string long_text(10'000, 'x');
+  const std::string cut = std::string(stoke::detail::json_excerpt_chars - 1, 'x') + "...";
+  const std::string dtype_message = load_refusal(raw_safetensors(
+      R"({"w": {"dtype": ")" + long_text + R"(", "shape": [1], "data_offsets": [0, 1]}})", "a"));
+  EXPECT_THAT(dtype_message, HasSubstr("unknown dtype \"" + cut));
+  EXPECT_THAT(dtype_message, Not(HasSubstr(std::string(stoke::detail::json_excerpt_chars, 'x'))));
+  const std::string shape_message = load_refusal(raw_safetensors(
+      R"({"w": {"dtype": "U8", "shape": [")" + long_text + R"("], "data_offsets": [0, 1]}})", "a"));
+  EXPECT_THAT(shape_message, HasSubstr("field \"shape\" holds \"" + cut));
+  EXPECT_LT(shape_message.size(), 400U);
+  const std::string metadata_message =
+      load_refusal(raw_safetensors(R"({"__metadata__": {")" + long_text + R"(": 1e300}})"));
+  EXPECT_THAT(metadata_message,
+              AllOf(HasSubstr("\"__metadata__\" entry \"" + cut), HasSubstr("is 1e+300")));
+  EXPECT_LT(metadata_message.size(), 400U);
 }
 
 // ---------------------------------------------------------------- checkpoints

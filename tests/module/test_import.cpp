@@ -289,6 +289,9 @@ void data(const std::filesystem::path& dir) {
   write_bytes(dir / "records.bin", {1, 2, 3, 4, 5, 6, 7, 8});
   const stoke::MmapRecordDataset records(dir / "records.bin", 4);
   CHECK(records.size() == 2 && std::to_integer<int>(records.get(1)[0]) == 5);
+  const stoke::MmapRecordDataset read(dir / "records.bin", 4, stoke::FileAccess::read);
+  const stoke::RecordBytes record = read.get(1);
+  CHECK(record.size() == 4 && std::to_integer<int>(record[3]) == 8);
 }
 
 // ---- The CPU backend's batchers and tensors. ----

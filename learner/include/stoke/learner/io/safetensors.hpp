@@ -29,6 +29,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <stoke/core/detail/json_fields.hpp>
 #include <stoke/core/detail/read_file.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
@@ -188,7 +189,10 @@ class SafetensorsFile {
   /// the header size exceeds the file, the header is not valid JSON or not an object, a
   /// tensor entry misses a field or has one of the wrong type (naming the tensor), a dtype
   /// is unknown, data offsets lie outside the data section, disagree with shape x dtype
-  /// size, or leave holes or overlaps, or the metadata is not an object of strings.
+  /// size, or leave holes or overlaps, or the metadata is not an object of strings. A value
+  /// an error quotes is quoted briefly (see `detail::json_excerpt`): a string or number cut
+  /// short, an array or object by its size, so a value nested 100,000 deep is refused like
+  /// any other, without recursion.
   SafetensorsFile(std::filesystem::path path, std::vector<std::byte> bytes)
       : path_(std::move(path)),
         bytes_(std::make_shared<const std::vector<std::byte>>(std::move(bytes))) {
@@ -318,7 +322,7 @@ class SafetensorsFile {
       view.shape = sizes(shape_json, "shape", -1, bad);
       const auto offsets = sizes(offsets_json, "data_offsets", 2, bad);
       const auto dtype_size = detail::safetensors_dtype_size(view.dtype);
-      if (!dtype_size) bad("unknown dtype \"" + view.dtype + "\"");
+      if (!dtype_size) bad("unknown dtype " + detail::json_excerpt(dtype));
       const std::size_t begin = offsets[0];
       const std::size_t end = offsets[1];
       const auto where = [&] {
@@ -359,12 +363,13 @@ class SafetensorsFile {
     std::vector<std::size_t> out;
     for (const auto& element : value) {
       if (!element.is_number_unsigned()) {
-        bad(std::string("field \"") + key + "\" holds " + element.dump() +
+        bad(std::string("field \"") + key + "\" holds " + detail::json_excerpt(element) +
             ", not a non-negative integer");
       }
       const auto number = element.get<std::uint64_t>();
       if (number > std::numeric_limits<std::size_t>::max()) {
-        bad(std::string("field \"") + key + "\" holds " + element.dump() + ", too large");
+        bad(std::string("field \"") + key + "\" holds " + detail::json_excerpt(element) +
+            ", too large");
       }
       out.push_back(static_cast<std::size_t>(number));
     }
@@ -372,12 +377,15 @@ class SafetensorsFile {
   }
 
   void read_metadata(const nlohmann::json& entry) {
-    if (!entry.is_object())
-      fail("\"__metadata__\" in the JSON header at offset 8 is not an object");
+    if (!entry.is_object()) {
+      fail("\"__metadata__\" in the JSON header at offset 8 is " + detail::json_excerpt(entry) +
+           ", not an object");
+    }
     for (const auto& [key, value] : entry.items()) {
       if (!value.is_string()) {
-        fail("\"__metadata__\" entry \"" + key + "\" in the JSON header at offset 8 is " +
-             value.dump() + ", not a string");
+        fail("\"__metadata__\" entry " + detail::json_excerpt(nlohmann::json(key)) +
+             " in the JSON header at offset 8 is " + detail::json_excerpt(value) +
+             ", not a string");
       }
       metadata_.emplace(key, value.get<std::string>());
     }
