@@ -7,6 +7,8 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <future>
+#include <latch>
 #include <span>
 #include <stdexcept>
 #include <string>
@@ -144,13 +146,24 @@ TEST(SharedMemoryCollective, DifferentLengthsAreRefusedByEveryParticipant) {
 
 TEST(SharedMemoryCollective, AbortWakesAWaitingParticipant) {
   SharedMemoryCollective collective(2);
+  std::latch calling(1);        // participant 0 is about to wait for participant 1
+  std::promise<void> returned;  // participant 0 came back
+  std::future<void> came_back = returned.get_future();
   const auto errors = on_threads(2, [&](std::size_t p) {
     if (p == 1) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      calling.wait();
+      // Participant 0 waits in the collective, where nothing outside it shows: it cannot come
+      // back before the abort, and is given 20 ms to show otherwise (the wait ends if it does).
+      (void)came_back.wait_for(std::chrono::milliseconds(20));
       collective.abort();
       return;
     }
+    struct Back {
+      std::promise<void>& returned;
+      ~Back() { returned.set_value(); }
+    } back{returned};
     std::vector<float> values(4);
+    calling.count_down();
     collective.all_reduce_sum(0, values);  // participant 1 never comes
   });
   EXPECT_THAT(errors[0], testing::HasSubstr("aborted by another participant"));

@@ -28,8 +28,80 @@ namespace {
 
 using namespace std::chrono_literals;
 
-using TestFence = stoke::testing::ManualFence;
+/// How long the test waits for another thread before it gives up (the test then fails).
+constexpr auto patience = 5s;
+
+/// A `ManualFence` the test can also wait on until threads wait on it.
+class TestFence {
+ public:
+  /// A fence that has already signalled.
+  TestFence() = default;
+  /// A fence that signals when `signal` is called.
+  static TestFence pending() {
+    TestFence fence;
+    fence.fence_ = stoke::testing::ManualFence::pending();
+    fence.waits_ = std::make_shared<Waits>();
+    return fence;
+  }
+  /// Whether it has signalled.
+  [[nodiscard]] bool ready() const { return fence_.ready(); }
+  /// Blocks until it has signalled, counted by `waited_on_by`.
+  void wait() const {
+    if (waits_) {
+      {
+        const std::lock_guard lock(waits_->mutex);
+        ++waits_->begun;
+      }
+      waits_->changed.notify_all();
+    }
+    fence_.wait();
+  }
+  /// Signals it; with an `error`, as a failed copy.
+  void signal(std::string error = {}) const { fence_.signal(std::move(error)); }
+  /// The threads blocked in `wait()` now.
+  [[nodiscard]] std::size_t waiters() const { return fence_.waiters(); }
+  /// Whether `count` waits on it have begun within `patience`.
+  [[nodiscard]] bool waited_on_by(std::size_t count) const {
+    std::unique_lock lock(waits_->mutex);
+    return waits_->changed.wait_for(lock, patience, [&] { return waits_->begun >= count; });
+  }
+
+ private:
+  struct Waits {
+    std::mutex mutex;
+    std::condition_variable changed;
+    std::size_t begun = 0;
+  };
+  stoke::testing::ManualFence fence_;
+  std::shared_ptr<Waits> waits_;
+};
 static_assert(stoke::Fence<TestFence>);
+
+/// A flag a thread sets and the test waits on.
+class Flag {
+ public:
+  void set() {
+    {
+      const std::lock_guard lock(mutex_);
+      set_ = true;
+    }
+    changed_.notify_all();
+  }
+  /// Whether it is set within `time`.
+  [[nodiscard]] bool set_within(std::chrono::milliseconds time) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, time, [&] { return set_; });
+  }
+  [[nodiscard]] bool is_set() {
+    const std::lock_guard lock(mutex_);
+    return set_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool set_ = false;
+};
 
 /// What one allocation made: its number and, for the stress test, who uses it.
 struct Cell {
@@ -87,16 +159,6 @@ int use(Slots& slots, std::size_t size, const TestFence& fence) {
   return slot.memory().id();
 }
 
-/// Whether `condition()` becomes true within a few seconds.
-template <class Condition>
-bool eventually(Condition condition) {
-  for (int i = 0; i < 5000; ++i) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(1ms);
-  }
-  return condition();
-}
-
 TEST(StagingSlots, RejectsAPoolWithoutSlots) {
   EXPECT_THROW(Slots(0, TestAllocator{std::make_shared<Counters>()}), stoke::UsageError);
 }
@@ -135,14 +197,14 @@ TEST(StagingSlots, AllocatesOnlyWhenNoSlotIsReadyAndNeverMoreThanCapacity) {
   EXPECT_EQ(pool.slots.allocated(), 3u);
   EXPECT_EQ(pool.counters->allocations, 3);
   // All busy: a fourth claim reuses the oldest, once its copy is done.
-  std::atomic<bool> claimed{false};
+  Flag claimed;
   std::thread claimer([&] {
     use(pool.slots, 8, TestFence{});
-    claimed = true;
+    claimed.set();
   });
-  EXPECT_TRUE(eventually([&] { return fences[0].waiters() == 1; }));
+  EXPECT_TRUE(fences[0].waited_on_by(1));
   fences[0].signal();
-  EXPECT_TRUE(eventually([&] { return claimed.load(); }));
+  EXPECT_TRUE(claimed.set_within(patience));
   for (const TestFence& fence : fences) fence.signal();
   claimer.join();
   EXPECT_EQ(pool.slots.allocated(), 3u);
@@ -162,7 +224,8 @@ TEST(StagingSlots, DoesNotHandOutASlotBeforeItsCopysFenceSignalled) {
     second = slot.memory().id();
     claimed = true;
   });
-  std::this_thread::sleep_for(50ms);
+  // The claimer waits for the copy's fence, which only `signal` ends.
+  ASSERT_TRUE(copy.waited_on_by(1));
   EXPECT_FALSE(claimed);
   copy.signal();
   claimer.join();
@@ -180,10 +243,11 @@ TEST(StagingSlots, WaitsForTheOldestBusySlotWhenAllAreBusy) {
   ASSERT_NE(first, second);
   std::atomic<int> claimed{0};
   std::thread claimer([&] { claimed = use(pool.slots, 8, TestFence{}); });
-  EXPECT_TRUE(eventually([&] { return older.waiters() == 1; }));
+  EXPECT_TRUE(older.waited_on_by(1));
   EXPECT_EQ(newer.waiters(), 0u);
-  newer.signal();  // too late: the claim already chose the oldest
-  std::this_thread::sleep_for(20ms);
+  // Too late: the claim already chose the oldest, and waits in its fence, which only
+  // `older.signal()` ends.
+  newer.signal();
   EXPECT_EQ(claimed, 0);
   older.signal();
   claimer.join();
@@ -214,19 +278,20 @@ TEST(StagingSlots, PrefersAReadySlotThatIsBigEnough) {
 
 TEST(StagingSlots, BlocksWhileEverySlotIsClaimedByAnotherThread) {
   Pool pool(1);
-  std::atomic<bool> claimed{false};
+  Flag claimed;
   std::thread claimer;
   {
     auto held = pool.slots.claim(8);
     claimer = std::thread([&] {
       use(pool.slots, 8, TestFence{});
-      claimed = true;
+      claimed.set();
     });
-    std::this_thread::sleep_for(50ms);
-    EXPECT_FALSE(claimed);
+    // The claim waits inside the pool, where nothing outside it shows: it must not end while
+    // the slot is held, and is given 50 ms to show otherwise (the wait ends if it does).
+    EXPECT_FALSE(claimed.set_within(50ms));
   }
   claimer.join();
-  EXPECT_TRUE(claimed);
+  EXPECT_TRUE(claimed.is_set());
   EXPECT_EQ(pool.slots.allocated(), 1u);
 }
 
@@ -280,20 +345,23 @@ TEST(StagingSlots, HandsEachSlotToOneThreadAtATimeAndOnlyAfterItsCopy) {
   constexpr int threads = 4;
   constexpr int uploads = 200;
   Pool pool(2);
-  // A copy engine: signals the fences handed to it, in order, a little later.
+  // A copy engine: signals the fences handed to it, in order, each once the next copy is
+  // queued, so that claims find both slots busy and wait. With one uploader left, whose claim
+  // may wait for the one copy queued, it signals each at once.
   std::mutex mutex;
   std::condition_variable queued;
   std::deque<TestFence> copies;
+  int uploading = threads;
   bool stop = false;
   std::thread engine([&] {
     for (;;) {
       std::unique_lock lock(mutex);
-      queued.wait(lock, [&] { return stop || !copies.empty(); });
+      queued.wait(lock,
+                  [&] { return stop || copies.size() >= 2 || (!copies.empty() && uploading < 2); });
       if (copies.empty()) return;
       const TestFence fence = std::move(copies.front());
       copies.pop_front();
       lock.unlock();
-      std::this_thread::sleep_for(20us);
       fence.signal();
     }
   });
@@ -315,6 +383,11 @@ TEST(StagingSlots, HandsEachSlotToOneThreadAtATimeAndOnlyAfterItsCopy) {
         }
         queued.notify_one();
       }
+      {
+        std::lock_guard lock(mutex);
+        --uploading;
+      }
+      queued.notify_one();
     });
   }
   for (std::thread& uploader : uploaders) uploader.join();

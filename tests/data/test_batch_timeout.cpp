@@ -4,14 +4,15 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <stoke/stoke.hpp>
@@ -48,6 +49,36 @@ class Gate {
   std::condition_variable opened_;
   bool open_ = false;
 };
+
+/// Set once the last owner of a gate let go of it: a test waits on it.
+class Released {
+ public:
+  void set() {
+    {
+      std::lock_guard lock(mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+  }
+  /// Whether it is set within `patience`.
+  bool within(std::chrono::milliseconds patience) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, patience, [&] { return released_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool released_ = false;
+};
+
+/// A gate that sets `released` when its last owner lets go of it.
+std::shared_ptr<Gate> gate_reporting_to(std::shared_ptr<Released> released) {
+  return {new Gate, [released = std::move(released)](Gate* gate) {
+            delete gate;
+            released->set();
+          }};
+}
 
 /// `get(i)` returns `i`, except `get(hang_at)`, which waits for the gate.
 struct HangingDataset {
@@ -88,14 +119,6 @@ std::optional<stoke::TimeoutError> timeout_of(Loader& loader) {
   }
   ADD_FAILURE() << "the epoch ended without a timeout";
   return std::nullopt;
-}
-
-/// Waits (at most 10 s) until `gate` has no owner but the test: every copy of the dataset that
-/// held it, also one a detached worker kept, is gone.
-bool released_by_the_loader(const std::shared_ptr<Gate>& gate) {
-  const auto deadline = Clock::now() + 10s;
-  while (gate.use_count() > 1 && Clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  return gate.use_count() == 1;
 }
 
 TEST(BatchTimeout, AGetThatHangsThrowsNamingTheWorkerTheStageAndTheIndex) {
@@ -147,8 +170,9 @@ TEST(BatchTimeout, TheLoaderGoesOnOnceTheHangingReadReturns) {
 }
 
 TEST(BatchTimeout, DroppingTheLoaderDoesNotWaitForAWorkerThatStillHangs) {
-  HangingDataset dataset{.count = 40, .hang_at = 9};
-  const std::shared_ptr<Gate> gate = dataset.gate;
+  const auto released = std::make_shared<Released>();
+  HangingDataset dataset{.count = 40, .hang_at = 9, .gate = gate_reporting_to(released)};
+  std::shared_ptr<Gate> gate = dataset.gate;
   {
     auto loader =
         builder().batch_size(4).num_workers(3).batch_timeout(100ms).build(std::move(dataset));
@@ -161,19 +185,65 @@ TEST(BatchTimeout, DroppingTheLoaderDoesNotWaitForAWorkerThatStillHangs) {
   }
   EXPECT_GT(gate.use_count(), 1) << "the stuck worker must keep its dataset alive";
   gate->open();  // the detached worker returns, discards its batch and ends
-  EXPECT_TRUE(released_by_the_loader(gate));
+  gate.reset();
+  // Every copy of the dataset that held the gate, also the one the detached worker kept, is
+  // gone (within 10 s).
+  EXPECT_TRUE(released->within(10s));
 }
 
-TEST(BatchTimeout, BatchesSlowerThanUsualButWithinTheTimeoutAreAllDelivered) {
-  struct Slow {
-    [[nodiscard]] std::size_t size() const { return 24; }
-    [[nodiscard]] std::size_t get(std::size_t index) const {
-      std::this_thread::sleep_for(2ms);
-      return index;
+/// The batches the consumer has taken so far, which a `PacedDataset` read waits on.
+class Taken {
+ public:
+  void add() {
+    {
+      std::lock_guard lock(mutex_);
+      ++count_;
     }
-  };
-  auto loader = builder().batch_size(4).num_workers(2).batch_timeout(2000ms).build(Slow{});
-  for (int epoch = 0; epoch < 2; ++epoch) EXPECT_EQ(epoch_items(loader).size(), 24U);
+    changed_.notify_all();
+  }
+  /// Whether `count` batches are taken within 10 s.
+  bool reaches(std::size_t count) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, 10s, [&] { return count_ >= count; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::size_t count_ = 0;
+};
+
+/// 24 samples in order, in batches of 4: `get(i)` returns `i` only once the consumer has taken
+/// every batch before the one that holds `i`, so no batch is made ahead and every step keeps
+/// the consumer waiting on the worker that makes it.
+struct PacedDataset {
+  static constexpr std::size_t count = 24;
+  static constexpr std::size_t batch_size = 4;
+  std::shared_ptr<Taken> taken = std::make_shared<Taken>();
+  std::shared_ptr<std::vector<std::atomic<std::size_t>>> reads =
+      std::make_shared<std::vector<std::atomic<std::size_t>>>(count);  ///< epochs, by index
+  [[nodiscard]] std::size_t size() const { return count; }
+  [[nodiscard]] std::size_t get(std::size_t index) const {
+    const std::size_t epoch = (*reads)[index]++;
+    if (!taken->reaches(epoch * (count / batch_size) + index / batch_size)) {
+      throw std::runtime_error("the batches before index " + std::to_string(index) +
+                               " were never taken");
+    }
+    return index;
+  }
+};
+
+TEST(BatchTimeout, BatchesSlowerThanUsualButWithinTheTimeoutAreAllDelivered) {
+  const PacedDataset dataset;
+  auto loader = builder().batch_size(4).num_workers(2).batch_timeout(2000ms).build(dataset);
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    std::vector<std::size_t> items;
+    for (auto& batch : loader.iter()) {
+      items.insert(items.end(), batch.data.items.begin(), batch.data.items.end());
+      dataset.taken->add();
+    }
+    EXPECT_EQ(items.size(), 24U);
+  }
 }
 
 TEST(BatchTimeout, MustBeAtLeastOneMillisecond) {

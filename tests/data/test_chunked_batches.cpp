@@ -53,21 +53,70 @@ struct FillRecord {
   std::vector<std::size_t> first_items;  ///< the first item of the batch, once per opening
 };
 
+/// Holds the chunks of the batches begun in a round until the test releases them, so that the
+/// test can drop a range while its first batch is being made in parts.
+class Hold {
+ public:
+  /// Starts a round: the chunks of the batches begun from now on wait until `release`.
+  void next_round() {
+    const std::lock_guard lock(mutex_);
+    ++round_;
+    held_ = true;
+    entered_ = 0;
+  }
+  /// The round a batch begun now belongs to.
+  [[nodiscard]] std::size_t round() {
+    const std::lock_guard lock(mutex_);
+    return round_;
+  }
+  /// A chunk of a batch begun in `round`: waits (up to `patience`) until that round is released.
+  void enter(std::size_t round) {
+    std::unique_lock lock(mutex_);
+    if (round != round_) return;
+    ++entered_;
+    changed_.notify_all();
+    changed_.wait_for(lock, patience, [&] { return !held_ || round_ != round; });
+  }
+  /// Whether a chunk of this round is held within `patience`.
+  bool a_chunk_is_held() {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, patience, [&] { return entered_ > 0; });
+  }
+  /// Lets the chunks of this round go on.
+  void release() {
+    {
+      const std::lock_guard lock(mutex_);
+      held_ = false;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  std::size_t round_ = 0;
+  bool held_ = false;
+  std::size_t entered_ = 0;  ///< chunks of this round that were held
+};
+
 /// How `RecordingBatcher` fills a chunk. A chunk waits (up to `patience`) until
 /// `threads_per_batch` threads have filled chunks of its batch; a chunk whose rows hold
-/// `failing_item` throws.
+/// `failing_item` throws; with a `hold`, a chunk waits for it too.
 struct FillSettings {
   std::shared_ptr<FillRecord> record = std::make_shared<FillRecord>();
   std::size_t threads_per_batch = 1;
   std::optional<std::size_t> failing_item;
-  std::chrono::microseconds chunk_delay{0};
+  std::shared_ptr<Hold> hold;
 };
 
 /// A batch of dataset indices being filled in chunks by `RecordingBatcher`.
 class RecordedPending {
  public:
   RecordedPending(FillSettings settings, std::vector<std::size_t> items)
-      : settings_(std::move(settings)), items_(std::move(items)), out_(items_.size()) {}
+      : settings_(std::move(settings)),
+        items_(std::move(items)),
+        out_(items_.size()),
+        round_(settings_.hold ? settings_.hold->round() : 0) {}
   [[nodiscard]] std::size_t rows() const { return items_.size(); }
   void fill(std::size_t first, std::size_t last) {
     FillRecord& record = *settings_.record;
@@ -79,7 +128,7 @@ class RecordedPending {
       record.filled.wait_for(lock, patience,
                              [&] { return threads_->size() >= settings_.threads_per_batch; });
     }
-    std::this_thread::sleep_for(settings_.chunk_delay);
+    if (settings_.hold) settings_.hold->enter(round_);
     for (std::size_t i = first; i < last; ++i) {
       if (items_[i] == settings_.failing_item) {
         throw std::runtime_error("cannot batch item " + std::to_string(items_[i]));
@@ -95,6 +144,7 @@ class RecordedPending {
   std::vector<std::size_t> out_;
   std::shared_ptr<std::set<std::thread::id>> threads_ =
       std::make_shared<std::set<std::thread::id>>();
+  std::size_t round_;  ///< of `settings_.hold`, when the batch was begun
 };
 
 /// A `ChunkedBatcher` of dataset indices that records the threads filling each batch made in
@@ -334,14 +384,20 @@ TEST(MultiThreadLoaderChunks, ABatchThatCannotBeginNamesItsFirstIndex) {
 }
 
 TEST(MultiThreadLoaderChunks, DroppingARangeWhileItsFirstBatchIsMadeInPartsDoesNotHang) {
-  const RecordingBatcher batcher{{.chunk_delay = 2ms}};
+  const RecordingBatcher batcher{{.hold = std::make_shared<Hold>()}};
+  Hold& hold = *batcher.settings.hold;
   auto loader = stoke::DataLoaderBuilder<Backend, RecordingBatcher>(batcher)
                     .batch_size(32)
                     .shuffle(5)
                     .num_workers(2)
                     .build(IotaDataset{128});
   for (int round = 0; round < 5; ++round) {
-    auto range = loader.iter();  // the workers open the first batch, then the range goes
+    hold.next_round();
+    {
+      auto range = loader.iter();  // the workers open the first batch, then the range goes
+      ASSERT_TRUE(hold.a_chunk_is_held()) << "round " << round << ": no chunk was made";
+    }
+    hold.release();
   }
   {
     auto range = loader.iter();

@@ -5,8 +5,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <cstddef>
 #include <memory>
+#include <mutex>
+#include <set>
+#include <stdexcept>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <stoke/stoke.hpp>
@@ -27,16 +33,105 @@ auto builder() {
   return stoke::DataLoaderBuilder<Backend, ItemsBatcher>(ItemsBatcher{});
 }
 
-/// A dataset whose reads take a little time, so workers really overlap.
-struct SlowDataset {
+/// How long a test double waits for another thread before it gives up (the test then fails).
+constexpr auto patience = std::chrono::seconds(10);
+
+/// Closed until `open()` (again after `close()`): a read that waits on it waits until then.
+class Gate {
+ public:
+  void wait() {
+    std::unique_lock lock(mutex_);
+    opened_.wait(lock, [&] { return open_; });
+  }
+  void open() {
+    {
+      const std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+  void close() {
+    const std::lock_guard lock(mutex_);
+    open_ = false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
+/// Sample `i` is `i`; reading an index from `gated_from` on waits for the gate.
+struct GatedDataset {
   std::size_t count = 0;
-  std::chrono::microseconds delay{200};
+  std::size_t gated_from = 0;
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
   [[nodiscard]] std::size_t size() const { return count; }
   [[nodiscard]] std::size_t get(std::size_t index) const {
-    std::this_thread::sleep_for(delay);
+    if (index >= gated_from) gate->wait();
     return index;
   }
 };
+
+/// The batches a `PairingBatcher` is to make, and those it made (its copies share them).
+struct PairedSteps {
+  std::mutex mutex;
+  std::condition_variable made_one;
+  /// The items of the batch of each step of each epoch (none: no pairs).
+  std::vector<std::vector<std::vector<std::size_t>>> epochs;
+  std::size_t calls = 0;
+  std::set<std::pair<std::size_t, std::size_t>> made;  ///< (epoch, step)
+};
+
+/// `ItemsBatcher`, except that the workers really overlap and finish batches out of step order:
+/// given the batches of each epoch (`steps->epochs`), the batch of an even step returns only
+/// after that of the next step, which another worker makes meanwhile. Workers claim steps in
+/// order, up to the queue depth ahead of the step the consumer waits for, so two workers and a
+/// queue depth of two are enough.
+struct PairingBatcher {
+  std::shared_ptr<PairedSteps> steps = std::make_shared<PairedSteps>();
+
+  template <class Device>
+  stoke::testing::ItemsBatch<Device> batch(std::vector<std::size_t> items,
+                                           const Device& device) const {
+    std::unique_lock lock(steps->mutex);
+    if (steps->epochs.empty()) return {std::move(items), device};
+    const std::size_t epoch = steps->calls++ / steps->epochs.front().size();
+    if (epoch >= steps->epochs.size()) throw std::runtime_error("an epoch too many");
+    const auto& batches = steps->epochs[epoch];
+    const std::size_t step = static_cast<std::size_t>(
+        std::find(batches.begin(), batches.end(), items) - batches.begin());
+    if (step == batches.size()) throw std::runtime_error("a batch of no step");
+    if (step % 2 == 0 && step + 1 < batches.size()) {
+      const bool paired = steps->made_one.wait_for(
+          lock, patience, [&] { return steps->made.contains({epoch, step + 1}); });
+      if (!paired) throw std::runtime_error("the batch of the next step was never made");
+    }
+    steps->made.emplace(epoch, step);
+    lock.unlock();
+    steps->made_one.notify_all();
+    return {std::move(items), device};
+  }
+};
+
+/// A loader of `IotaDataset{count}` set up by `configure` with `workers` threads, which finish
+/// its batches out of step order in its first `epochs` epochs when there are two or more
+/// (`PairingBatcher`).
+template <class Configure>
+auto pairing_loader(Configure configure, std::size_t workers, std::size_t count,
+                    std::size_t epochs) {
+  PairingBatcher batcher;
+  if (workers >= 2) {
+    auto reference = configure(builder()).build_batch_loader(IotaDataset{count});
+    for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
+      auto& batches = batcher.steps->epochs.emplace_back();
+      for (auto& batch : reference.iter()) batches.push_back(batch.data.items);
+    }
+  }
+  return configure(stoke::DataLoaderBuilder<Backend, PairingBatcher>(batcher))
+      .num_workers(workers)
+      .build(IotaDataset{count});
+}
 
 TEST(MultiThreadLoader, StartsNoThreadBeforeTheFirstIter) {
   const std::size_t before = baseline_thread_count();
@@ -70,12 +165,13 @@ TEST(MultiThreadLoader, JoinsItsWorkersWhenDropped) {
 }
 
 TEST(MultiThreadLoader, GivesTheSameBatchesAsTheCallerThreadLoaderForAnyWorkerCount) {
-  auto reference = builder().batch_size(7).shuffle(21).build_batch_loader(SlowDataset{150});
+  auto reference = builder().batch_size(7).shuffle(21).build_batch_loader(IotaDataset{150});
   std::vector<std::vector<std::size_t>> expected;
   for (int epoch = 0; epoch < 3; ++epoch) expected.push_back(epoch_items(reference));
   for (std::size_t workers : {0u, 1u, 2u, 3u, 8u}) {
-    auto loader = builder().batch_size(7).shuffle(21).num_workers(workers).queue_depth(3).build(
-        SlowDataset{150});
+    auto loader = pairing_loader(
+        [](auto&& builder) -> auto& { return builder.batch_size(7).shuffle(21).queue_depth(3); },
+        workers, 150, 3);
     for (int epoch = 0; epoch < 3; ++epoch) {
       ASSERT_EQ(epoch_items(loader), expected[epoch]) << workers << " workers, epoch " << epoch;
     }
@@ -83,18 +179,40 @@ TEST(MultiThreadLoader, GivesTheSameBatchesAsTheCallerThreadLoaderForAnyWorkerCo
 }
 
 TEST(MultiThreadLoader, DeliversStepsInOrder) {
-  auto loader = builder().batch_size(3).num_workers(4).build(SlowDataset{90});
+  auto loader =
+      pairing_loader([](auto&& builder) -> auto& { return builder.batch_size(3); }, 4, 90, 1);
   std::size_t expected = 0;
   for (auto& batch : loader.iter()) EXPECT_EQ(batch.step, expected++);
   EXPECT_EQ(expected, 30u);
 }
 
+/// Batches made so far, which the test can wait on.
+struct MadeCount {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::size_t made = 0;
+
+  /// Whether `made` reaches `count` within `patience`.
+  bool reaches(std::size_t count) {
+    std::unique_lock lock(mutex);
+    return changed.wait_for(lock, patience, [&] { return made >= count; });
+  }
+  [[nodiscard]] std::size_t value() {
+    const std::lock_guard lock(mutex);
+    return made;
+  }
+};
+
 /// Counts batches made, to check how far workers run ahead of the consumer.
 struct CountingBatcher {
-  std::shared_ptr<std::atomic<std::size_t>> made = std::make_shared<std::atomic<std::size_t>>(0);
+  std::shared_ptr<MadeCount> made = std::make_shared<MadeCount>();
   template <class Device>
   std::size_t batch(std::vector<std::size_t> items, const Device&) const {
-    made->fetch_add(1);
+    {
+      const std::lock_guard lock(made->mutex);
+      ++made->made;
+    }
+    made->changed.notify_all();
     return items.size();
   }
 };
@@ -110,8 +228,10 @@ TEST(MultiThreadLoader, NeverRunsMoreThanPrefetchBatchesAhead) {
   for (auto& batch : loader.iter()) {
     ++taken;
     (void)batch;
-    std::this_thread::sleep_for(std::chrono::microseconds(300));  // a slow consumer
-    ASSERT_LE(batcher.made->load(), taken + 3) << "after " << taken << " batches";
+    // A slow consumer: the workers fill the queue (3 batches made ahead) before it goes on.
+    ASSERT_TRUE(batcher.made->reaches(std::min<std::size_t>(taken + 3, 100)))
+        << "the workers did not fill the queue after " << taken << " batches";
+    ASSERT_LE(batcher.made->value(), taken + 3) << "after " << taken << " batches";
   }
   EXPECT_EQ(taken, 100u);
 }
@@ -141,15 +261,20 @@ TEST(MultiThreadLoader, CanRunAnotherEpochAfterAnError) {
 TEST(MultiThreadLoader, DroppingARangeMidEpochThenTheLoaderDoesNotHang) {
   const std::size_t before = baseline_thread_count();
   {
-    auto loader = builder().batch_size(2).num_workers(3).queue_depth(4).build(SlowDataset{400});
+    // Reads from step 3 on wait for the gate: the workers read them while the range goes.
+    const GatedDataset dataset{.count = 400, .gated_from = 6};
+    auto loader = builder().batch_size(2).num_workers(3).queue_depth(4).build(dataset);
     for (auto& batch : loader.iter()) {
       if (batch.step == 2) break;
     }
+    dataset.gate->open();
     // The next epoch starts from a clean window.
     EXPECT_EQ(epoch_items(loader).size(), 400u);
+    dataset.gate->close();
     for (auto& batch : loader.iter()) {
       if (batch.step == 1) break;
     }
+    dataset.gate->open();  // the workers finish their reads as the loader is dropped
   }
   EXPECT_EQ(thread_count(), before);
 }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
 #include <cstring>
 #include <filesystem>
@@ -42,7 +43,6 @@ float value_at(std::size_t row, std::size_t column) {
 /// Fake array files "shard<k>" of `rows[k]` rows of `columns` floats each, counting reads.
 struct FakeFiles {
   std::vector<std::size_t> rows;
-  std::chrono::milliseconds delay{0};
   std::shared_ptr<std::vector<std::atomic<int>>> loads;
   std::shared_ptr<std::atomic<int>> fail_shard = std::make_shared<std::atomic<int>>(-1);
   /// (shard, rows) of every read of a few rows (`format_with_heads`).
@@ -50,9 +50,8 @@ struct FakeFiles {
       std::make_shared<std::vector<std::pair<std::size_t, std::size_t>>>();
   std::shared_ptr<std::mutex> heads_mutex = std::make_shared<std::mutex>();
 
-  explicit FakeFiles(std::vector<std::size_t> shard_rows, std::chrono::milliseconds read_delay = {})
+  explicit FakeFiles(std::vector<std::size_t> shard_rows)
       : rows(std::move(shard_rows)),
-        delay(read_delay),
         loads(std::make_shared<std::vector<std::atomic<int>>>(rows.size())) {}
 
   [[nodiscard]] std::vector<std::filesystem::path> paths() const {
@@ -98,7 +97,6 @@ struct FakeFiles {
     if (static_cast<int>(k) == fail_shard->load()) {
       throw stoke::InputError("stoke: '" + path.string() + "' is unreadable (injected)");
     }
-    std::this_thread::sleep_for(delay);
     ++(*loads)[k];
     std::size_t first = 0;
     for (std::size_t j = 0; j < k; ++j) first += rows[j];
@@ -117,28 +115,69 @@ struct FakeFiles {
   }
 };
 
-/// A cache of integers standing for shards, read by counting loads (on the cache's I/O
-/// threads too, hence atomic counts).
+/// How long a test waits for the cache's I/O thread before it gives up (the test then fails).
+constexpr auto patience = 10s;
+
+/// All reads in `counts`, the reads of each shard.
+int total(const std::vector<int>& counts) {
+  return std::accumulate(counts.begin(), counts.end(), 0);
+}
+
+/// The reads of each shard of a `CountedCache`, which the test can wait on (the cache's I/O
+/// threads read too).
+struct Reads {
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::vector<int> counts;
+};
+
+/// A cache of integers standing for shards, read by counting loads.
 struct CountedCache {
-  std::shared_ptr<std::vector<std::atomic<int>>> reads;
+  std::shared_ptr<Reads> reads;
   stoke::ShardCache<int> cache;
   CountedCache(std::size_t shards, stoke::ShardCacheOptions options)
-      : reads(std::make_shared<std::vector<std::atomic<int>>>(shards)),
+      : reads(std::make_shared<Reads>()),
         cache(
             shards,
             [reads = reads](std::size_t s) {
-              ++(*reads)[s];
+              {
+                const std::lock_guard lock(reads->mutex);
+                ++reads->counts[s];
+              }
+              reads->changed.notify_all();
               return static_cast<int>(s) * 100;
             },
-            [](const int&) { return std::size_t{1}; }, options) {}
+            [](const int&) { return std::size_t{1}; }, options) {
+    reads->counts.assign(shards, 0);
+  }
 
   /// How many times shard `s` was read.
-  [[nodiscard]] int reads_of(std::size_t s) const { return (*reads)[s].load(); }
+  [[nodiscard]] int reads_of(std::size_t s) const { return all_reads()[s]; }
   /// How many times each shard was read.
   [[nodiscard]] std::vector<int> all_reads() const {
-    std::vector<int> out;
-    for (const auto& count : *reads) out.push_back(count.load());
-    return out;
+    const std::lock_guard lock(reads->mutex);
+    return reads->counts;
+  }
+  /// Whether `done(counts)` holds, for the reads of each shard, within `time`: checked at every
+  /// read, so the wait ends as soon as it does.
+  template <class Done>
+  bool reads_reach(Done done, std::chrono::milliseconds time = patience) const {
+    std::unique_lock lock(reads->mutex);
+    return reads->changed.wait_for(lock, time, [&] { return done(reads->counts); });
+  }
+  /// Whether `loads` reads are made resident (counted in `stats().loads`) within `patience`.
+  /// A read ahead lands just after the loader returns, in the I/O thread, which tells nothing
+  /// outside the cache when it has: this waits for the loader calls, then spins for that step.
+  bool landed(int loads) const {
+    if (!reads_reach([&](const std::vector<int>& counts) { return total(counts) >= loads; })) {
+      return false;
+    }
+    const auto deadline = std::chrono::steady_clock::now() + patience;
+    while (cache.stats().loads < static_cast<std::size_t>(loads)) {
+      if (std::chrono::steady_clock::now() > deadline) return false;
+      std::this_thread::yield();
+    }
+    return true;
   }
 };
 
@@ -162,11 +201,15 @@ TEST(ShardCache, KeepsAtMostKShardsAndEvictsTheLeastRecentlyUsed) {
 TEST(ShardCache, ReadsThePlansNextShardsAheadAndNeverHoldsMoreThanK) {
   CountedCache counted(6, {.resident = 3, .io_threads = 1});
   auto& cache = counted.cache;
-  cache.plan({4, 2, 5, 0, 1, 3});
-  for (const std::size_t s : {4U, 2U, 5U, 0U, 1U, 3U}) {
-    // The I/O thread reads the next shards while this one is "trained on".
+  const std::vector<std::size_t> plan{4, 2, 5, 0, 1, 3};
+  cache.plan(plan);
+  for (std::size_t step = 0; step < plan.size(); ++step) {
+    const std::size_t s = plan[step];
     EXPECT_EQ(*cache.acquire(s), static_cast<int>(s) * 100);
-    std::this_thread::sleep_for(20ms);
+    // While this one is "trained on", the I/O thread reads the next one.
+    const std::size_t next = plan[step + 1 < plan.size() ? step + 1 : step];
+    ASSERT_TRUE(counted.reads_reach([&](const std::vector<int>& reads) { return reads[next] > 0; }))
+        << "shard " << next << " was not read ahead";
     EXPECT_LE(cache.resident_count(), 3U);
   }
   const auto stats = cache.stats();
@@ -201,16 +244,6 @@ TEST(ShardCache, RespectsAByteBudget) {
   EXPECT_EQ(cache.resident_count(), 1U);
 }
 
-/// Waits until `done()` holds (at most a second), then a little more for whatever the cache's
-/// I/O thread does next; whether it held.
-template <class Done>
-bool settle(Done done) {
-  const auto deadline = std::chrono::steady_clock::now() + 1s;
-  while (!done() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(1ms);
-  std::this_thread::sleep_for(30ms);
-  return done();
-}
-
 TEST(ShardCache, KeepsTheShardBeforeTheCursorForConsumersThatLagBehind) {
   // Two consumers (two devices of one rank) read the plan's shards; the one ahead moves on to
   // shard 1 while the other still has a batch of shard 0 to make. The read ahead must not
@@ -220,14 +253,17 @@ TEST(ShardCache, KeepsTheShardBeforeTheCursorForConsumersThatLagBehind) {
   cache.plan({0, 1, 2, 3});
   (void)cache.acquire(0);
   // 1 and 2 are read ahead.
-  ASSERT_TRUE(settle([&] { return cache.stats().loads >= 3; }));
-  // The consumer ahead enters shard 1; the read ahead gets time to act.
+  ASSERT_TRUE(counted.reads_reach([](const std::vector<int>& reads) { return total(reads) >= 3; }));
+  // The consumer ahead enters shard 1. The read ahead, which would evict 0 to read 3, is given
+  // 30 ms to act (the wait ends at once if it reads 3).
   (void)cache.acquire(1);
-  std::this_thread::sleep_for(30ms);
+  (void)counted.reads_reach([](const std::vector<int>& reads) { return reads[3] > 0; }, 30ms);
   (void)cache.acquire(0);  // the one behind
   EXPECT_EQ(counted.reads_of(0), 1) << "shard 0 was evicted while a consumer still read it";
   (void)cache.acquire(2);  // now everyone has left shard 0: 3 is read ahead in its place
-  ASSERT_TRUE(settle([&] { return counted.reads_of(3) == 1; }));
+  ASSERT_TRUE(counted.reads_reach([](const std::vector<int>& reads) { return reads[3] == 1; }));
+  // Nothing is read again: the I/O thread is given 30 ms more (the wait ends at a fifth read).
+  (void)counted.reads_reach([](const std::vector<int>& reads) { return total(reads) > 4; }, 30ms);
   EXPECT_EQ(counted.all_reads(), (std::vector<int>{1, 1, 1, 1}));
   EXPECT_LE(cache.stats().max_resident, 3U);
 }
@@ -240,7 +276,11 @@ TEST(ShardCache, AReadOnDemandEvictsTheKeptShardNeededLast) {
   auto& cache = counted.cache;
   cache.plan({0, 1, 2, 3, 4});
   (void)cache.acquire(0);
-  ASSERT_TRUE(settle([&] { return cache.stats().loads >= 3; }));
+  // 1 and 2 are read ahead and resident.
+  ASSERT_TRUE(counted.landed(3));
+  // The I/O thread has nothing more to read (the plan keeps only 0, 1 and 2); it is given 30 ms
+  // to show otherwise (the wait ends at a fourth read).
+  (void)counted.reads_reach([](const std::vector<int>& reads) { return total(reads) > 3; }, 30ms);
   EXPECT_EQ(*cache.acquire(5), 500);
   EXPECT_EQ(*cache.acquire(0), 0);
   EXPECT_EQ(*cache.acquire(1), 100);
@@ -365,7 +405,7 @@ TEST(ShardedArrays, AShardAwareLoaderReadsEachShardOncePerEpochWithinTheBound) {
   // may read at once (a batch of 8 rows spans at most two shards of at least 12 rows: batch k
   // reads the end of shard c and the start of d while batch k + 1 reads d and e). With three,
   // a shard that a batch had not yet reached could be evicted and read again.
-  const FakeFiles files({40, 25, 33, 40, 12, 30}, 5ms);
+  const FakeFiles files({40, 25, 33, 40, 12, 30});
   const stoke::ShardedArrays<float> arrays(files.paths(), files.format(),
                                            {.resident = 4, .io_threads = 1});
   auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, FirstValues>({})
@@ -435,7 +475,6 @@ TEST(ShardedArrays, AShardSplitRankOfTwoDevicesReadsEachOfItsFilesOncePerEpoch) 
             files_read.insert(file_of(first_rows[i]));
             if (!first_file) first_file = file_of(first_rows[i]);
           }
-          std::this_thread::sleep_for(3ms);  // the batch is trained on; the cache reads ahead
         };
         // Device 0 makes rank batches 0, 2, 4, ..., device 1 makes 1, 3, 5, ...: in the order
         // 0, 1, 3, 2, 5, 4, ... (device 1 makes each of its batches before device 0's last).

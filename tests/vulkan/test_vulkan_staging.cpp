@@ -6,8 +6,11 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <thread>
@@ -37,6 +40,43 @@ std::shared_ptr<const vk::TimelineSemaphore> make_gate(const vk::Device& device)
   return std::make_shared<const vk::TimelineSemaphore>(vk::context(device)->logical_device());
 }
 
+/// Whether `fence` signals within `time`: waits on its semaphore at most that long.
+bool signals_within(const vk::Fence& fence, std::chrono::nanoseconds time) {
+  if (!fence.semaphore()) return true;
+  const VkSemaphore handle = fence.semaphore()->handle();
+  const std::uint64_t value = fence.value();
+  const VkSemaphoreWaitInfo info{
+      VK_STRUCTURE_TYPE_SEMAPHORE_WAIT_INFO, nullptr, 0, 1, &handle, &value};
+  const VkResult result = vkWaitSemaphores(fence.semaphore()->device().handle(), &info,
+                                           static_cast<std::uint64_t>(time.count()));
+  if (result != VK_SUCCESS && result != VK_TIMEOUT) {
+    ADD_FAILURE() << "vkWaitSemaphores: " << result;
+  }
+  return result == VK_SUCCESS;
+}
+
+/// A flag a thread sets and the test waits on.
+class Flag {
+ public:
+  void set() {
+    {
+      const std::lock_guard lock(mutex_);
+      set_ = true;
+    }
+    changed_.notify_all();
+  }
+  /// Whether it is set within `time`.
+  [[nodiscard]] bool set_within(std::chrono::milliseconds time) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, time, [&] { return set_; });
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool set_ = false;
+};
+
 TEST_F(VulkanStager, UploadsBytesAndDownloadsThemBack) {
   const auto stager = vk::Backend::make_stager(vk::Device{0}, 2);
   for (const std::size_t size : {0u, 1u, 3u, 4u, 1000u, 1u << 20}) {
@@ -56,7 +96,8 @@ TEST_F(VulkanStager, ReturnsBeforeTheCopyRunsAndItsFenceSignalsWhenItHas) {
   const auto stager = vk::Backend::make_stager(vk::Device{0}, 1);
   const auto bytes = pattern(4096, 1);
   auto upload = stager->upload(bytes, std::span(&open, 1));
-  std::this_thread::sleep_for(20ms);
+  // The copy is given 20 ms to (wrongly) run, ending the wait early if it does.
+  EXPECT_FALSE(signals_within(upload.fence, 20ms)) << "the copy ran: its gate is closed";
   EXPECT_FALSE(upload.fence.ready()) << "the copy cannot have run: its gate is closed";
   gate->signal(1);
   upload.fence.wait();
@@ -79,13 +120,16 @@ TEST_F(VulkanStager, ReusesAStagingBufferOnlyAfterItsCopysFenceSignalled) {
   const auto second_bytes = pattern(32u << 20, 2);
   Upload first = stager->upload(first_bytes, std::span(&open, 1));
   std::optional<Upload> second;
-  std::atomic<bool> second_returned{false};
+  Flag second_returned;
   std::thread uploader([&] {
     second.emplace(stager->upload(second_bytes));
-    second_returned = true;
+    second_returned.set();
   });
-  std::this_thread::sleep_for(100ms);
-  EXPECT_FALSE(second_returned) << "the staging buffer was refilled before its copy's fence";
+  // The second upload waits inside the stager, where nothing outside it shows: it must not
+  // return before the gate opens, and is given 100 ms to show otherwise (the wait ends if it
+  // does).
+  EXPECT_FALSE(second_returned.set_within(100ms))
+      << "the staging buffer was refilled before its copy's fence";
   EXPECT_FALSE(first.fence.ready());
   gate->signal(1);
   uploader.join();
