@@ -4,6 +4,12 @@
 // in a plain C++ loop on the same number of threads (no loader, no file reads). Prints the
 // figures and `ratio <name>: <x>` lines; `--json FILE` also writes one JSON line per loader
 // for scripts/image-bench.
+//
+// With `--workload DIR` (the realistic workload of scripts/image-workload: photographs of
+// ImageNet's size) it reads DIR/folder and DIR/shards instead, crops to 224 (--crop), and adds
+// the bound that decodes each JPEG whole at the DCT scale the crop allows (stoke's code without
+// the loader, as stoke decoded before its window decode) and stoke decoding whole, and reports
+// the bytes decoded per image: the window against the whole image.
 #include <sys/resource.h>
 #include <turbojpeg.h>
 
@@ -11,6 +17,7 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -20,6 +27,7 @@
 
 #include <stoke/images/image_batcher.hpp>
 #include <stoke/images/image_folder.hpp>
+#include <stoke/images/prepared_image.hpp>
 #include <stoke/images/tar_shards.hpp>
 #include <stoke/stoke.hpp>
 
@@ -40,6 +48,7 @@ struct Flags {
   std::size_t repetitions = 3;
   std::uint64_t seed = 11;
   std::filesystem::path json;
+  std::filesystem::path workload;  ///< the realistic workload (scripts/image-workload), or none
 };
 
 /// One measured pass: images per second, the time to the first batch, and the CPU time (user
@@ -105,16 +114,74 @@ Pass plain_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, const Workl
           1e6 * (cpu_seconds() - cpu_start) / double(jpegs.size())};
 }
 
+/// The bound of decoding whole: `threads` plain threads, each with stoke's own row code but no
+/// loader: the header read and the crop drawn (`plan_decode`), the JPEG decoded whole at the
+/// DCT scale that keeps the crop at least the output size (TurboJPEG), rendered.
+Pass whole_scaled_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, const Workload& work,
+                       const Flags& flags, std::size_t threads, std::size_t epoch) {
+  const auto start = Clock::now();
+  const double cpu_start = cpu_seconds();
+  std::vector<std::thread> pool;
+  for (std::size_t t = 0; t < threads; ++t) {
+    pool.emplace_back([&, t] {
+      std::vector<std::uint8_t> decoded;
+      const images::ImageShape out{flags.crop, flags.crop, 3};
+      std::vector<float> batch(flags.batch * out.bytes());
+      const images::PrepareOptions options{.channels = 3, .window_decode = false};
+      for (std::size_t i = t; i < jpegs.size(); i += threads) {
+        const images::EncodedImage item{jpegs[i], nullptr, 0, "jpeg " + std::to_string(i)};
+        stoke::SampleRng rng(flags.seed, epoch, i);
+        const images::DecodePlan plan = images::plan_decode(item, work.augmentation, options, rng);
+        const images::WindowView whole = images::decode_planned(item, plan, decoded);
+        const std::size_t row = (i / threads) % flags.batch;
+        images::render_normalized(whole, plan.draw, out, work.normalization,
+                                  std::span(batch).subspan(row * out.bytes(), out.bytes()));
+      }
+    });
+  }
+  for (auto& thread : pool) thread.join();
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  return {double(jpegs.size()) / seconds, 0.0,
+          1e6 * (cpu_seconds() - cpu_start) / double(jpegs.size())};
+}
+
+/// Bytes decoded per image over one epoch's draws: the window (as decoded, its left edge on an
+/// iMCU), the whole image at the same DCT scale, the whole image at full size.
+struct DecodedBytes {
+  double window = 0;
+  double whole_scaled = 0;
+  double whole = 0;
+};
+
+DecodedBytes decoded_bytes(const std::vector<std::vector<std::uint8_t>>& jpegs,
+                           const Workload& work, const Flags& flags, bool reduced) {
+  DecodedBytes bytes;
+  std::vector<std::uint8_t> scratch;
+  const images::PrepareOptions options{.channels = 3, .reduced_decode = reduced};
+  for (std::size_t i = 0; i < jpegs.size(); ++i) {
+    const images::EncodedImage item{jpegs[i], nullptr, 0, "jpeg " + std::to_string(i)};
+    stoke::SampleRng rng(flags.seed, 1, i);
+    const images::DecodePlan plan = images::plan_decode(item, work.augmentation, options, rng);
+    // What is decoded: the window widened to whole iMCU columns on the left.
+    bytes.window += double(images::decode_planned(item, plan, scratch).pixels.shape.bytes());
+    bytes.whole_scaled += double(plan.decoded.bytes());
+    bytes.whole += double(plan.info.height) * plan.info.width * 3;
+  }
+  const double count = double(jpegs.size());
+  return {bytes.window / count, bytes.whole_scaled / count, bytes.whole / count};
+}
+
 /// One epoch of a stoke loader over `dataset` with `flags.threads` workers, from building the
 /// loader (its first batch is timed from there) to its last batch.
 template <class Dataset>
 Pass stoke_loader(const Dataset& dataset, const Workload& work, const Flags& flags,
-                  std::size_t epoch, bool shards, bool reduced) {
+                  std::size_t epoch, bool shards, bool reduced, bool window = true) {
   const auto start = Clock::now();
   const double cpu_start = cpu_seconds();
-  images::ImageBatcher batcher{.augmentation = work.augmentation,
-                               .normalization = work.normalization,
-                               .decoding = {.channels = 3, .reduced_decode = reduced}};
+  images::ImageBatcher batcher{
+      .augmentation = work.augmentation,
+      .normalization = work.normalization,
+      .decoding = {.channels = 3, .reduced_decode = reduced, .window_decode = window}};
   auto builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, images::ImageBatcher>(batcher)
                      .batch_size(flags.batch)
                      .num_workers(flags.threads);
@@ -166,13 +233,28 @@ int main(int argc, char** argv) {
   app.add_option("--repetitions", flags.repetitions, "passes of each (median)")
       ->capture_default_str();
   app.add_option("--json", flags.json, "also write one JSON line per loader to this file");
+  app.add_option("--crop", flags.crop, "side of the crops (default 56, 224 with --workload)");
+  app.add_option("--workload", flags.workload,
+                 "the realistic workload's folder (scripts/image-workload) instead of "
+                 "Fashion-MNIST: DIR/folder and DIR/shards");
   CLI11_PARSE(app, argc, argv);
+  const bool realistic = !flags.workload.empty();
+  if (realistic && app.count("--crop") == 0) flags.crop = 224;
   try {
-    const stoke::IdxClassificationDataset source(flags.data / "train-images-idx3-ubyte.gz",
-                                                 flags.data / "train-labels-idx1-ubyte.gz");
-    const auto files = image_example::write_dataset(source, {.count = flags.count}, flags.dir);
-    const images::ImageFolder folder(files.folder);
-    const images::TarShards shards(files.shards);
+    std::filesystem::path folder_root;
+    std::vector<std::filesystem::path> shard_files;
+    if (realistic) {
+      folder_root = flags.workload / "folder";
+      shard_files = stoke::files_matching(flags.workload / "shards", "shard-*.tar");
+    } else {
+      const stoke::IdxClassificationDataset source(flags.data / "train-images-idx3-ubyte.gz",
+                                                   flags.data / "train-labels-idx1-ubyte.gz");
+      const auto files = image_example::write_dataset(source, {.count = flags.count}, flags.dir);
+      folder_root = files.folder;
+      shard_files = files.shards;
+    }
+    const images::ImageFolder folder(folder_root);
+    const images::TarShards shards(shard_files);
     std::vector<std::vector<std::uint8_t>> jpegs;
     for (std::size_t i = 0; i < folder.size(); ++i) {
       const images::EncodedImage image = folder.get(i);
@@ -183,18 +265,31 @@ int main(int argc, char** argv) {
         images::Normalization({0.5F, 0.5F, 0.5F}, {0.25F, 0.25F, 0.25F})};
 
     const std::string threads = std::to_string(flags.threads) + " threads";
-    std::vector<Series> series{
-        {"bound, 1 thread (JPEGs in memory)", {}, {}, {}},
-        {"bound, " + threads + " (JPEGs in memory)", {}, {}, {}},
-        {"stoke, image folder, " + threads, {}, {}, {}},
-        {"stoke, tar shards, " + threads, {}, {}, {}},
-        {"stoke, tar shards, " + threads + ", reduced-size decode", {}, {}, {}}};
+    // Each series: its name and one pass of it (epoch r).
+    std::vector<std::pair<std::string, std::function<Pass(std::size_t)>>> runs{
+        {"bound, 1 thread (JPEGs in memory)",
+         [&](std::size_t r) { return plain_loop(jpegs, work, flags, 1, r); }},
+        {"bound, " + threads + " (JPEGs in memory)",
+         [&](std::size_t r) { return plain_loop(jpegs, work, flags, flags.threads, r); }},
+        {"stoke, image folder, " + threads,
+         [&](std::size_t r) { return stoke_loader(folder, work, flags, r, false, false); }},
+        {"stoke, tar shards, " + threads,
+         [&](std::size_t r) { return stoke_loader(shards, work, flags, r, true, false); }},
+        {"stoke, tar shards, " + threads + ", reduced-size decode",
+         [&](std::size_t r) { return stoke_loader(shards, work, flags, r, true, true); }}};
+    if (realistic) {
+      runs.emplace_back("bound, " + threads + ", whole at the DCT scale", [&](std::size_t r) {
+        return whole_scaled_loop(jpegs, work, flags, flags.threads, r);
+      });
+      runs.emplace_back(
+          "stoke, tar shards, " + threads + ", reduced, whole decode",
+          [&](std::size_t r) { return stoke_loader(shards, work, flags, r, true, true, false); });
+    }
+    std::vector<Series> series;
+    for (const auto& run : runs) series.push_back({run.first, {}, {}, {}});
     for (std::size_t r = 0; r < flags.repetitions + 1; ++r) {  // pass 0 warms the page cache
-      const Pass passes[] = {plain_loop(jpegs, work, flags, 1, r),
-                             plain_loop(jpegs, work, flags, flags.threads, r),
-                             stoke_loader(folder, work, flags, r, false, false),
-                             stoke_loader(shards, work, flags, r, true, false),
-                             stoke_loader(shards, work, flags, r, true, true)};
+      std::vector<Pass> passes;
+      for (const auto& run : runs) passes.push_back(run.second(r));
       if (r == 0) continue;
       for (std::size_t s = 0; s < series.size(); ++s) {
         series[s].rates.push_back(passes[s].images_per_second);
@@ -204,9 +299,11 @@ int main(int argc, char** argv) {
     }
     const double bound = median(series[1].rates);
     std::printf(
-        "%zu JPEGs of 64x64 RGB, random resized crop to %u, flip, normalise, batch %zu; "
+        "%zu JPEGs of %s, random resized crop to %u, flip, normalise, batch %zu; "
         "median of %zu passes\n",
-        jpegs.size(), flags.crop, flags.batch, flags.repetitions);
+        jpegs.size(),
+        realistic ? "the realistic workload (ImageNet-sized photographs)" : "64x64 RGB", flags.crop,
+        flags.batch, flags.repetitions);
     std::FILE* json = flags.json.empty() ? nullptr : std::fopen(flags.json.c_str(), "w");
     if (!flags.json.empty() && json == nullptr) {
       throw stoke::Error("image_bench: cannot write " + flags.json.string());
@@ -232,6 +329,20 @@ int main(int argc, char** argv) {
                 median(series[3].cpu) / median(series[1].cpu));
     std::printf("ratio image_reduced_decode_speedup: %.3f\n",
                 median(series[4].rates) / median(series[3].rates));
+    if (realistic) {
+      const DecodedBytes bytes = decoded_bytes(jpegs, work, flags, true);
+      std::printf(
+          "bytes decoded per image: window %.0f, whole at the DCT scale %.0f, whole at full size "
+          "%.0f\n",
+          bytes.window, bytes.whole_scaled, bytes.whole);
+      std::printf("ratio image_window_bytes_over_whole_scaled: %.3f\n",
+                  bytes.window / bytes.whole_scaled);
+      std::printf("ratio image_window_over_bound: %.3f\n", median(series[4].rates) / bound);
+      std::printf("ratio image_window_over_whole_scaled_bound: %.3f\n",
+                  median(series[4].rates) / median(series[5].rates));
+      std::printf("ratio image_window_over_whole_decode: %.3f\n",
+                  median(series[4].rates) / median(series[6].rates));
+    }
   } catch (const std::exception& error) {
     std::fprintf(stderr, "image_bench: %s\n", error.what());
     return 1;

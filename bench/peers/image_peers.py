@@ -8,8 +8,9 @@ worker threads or processes. Where a library offers several reasonable ways, eac
 configuration of its own (the report keeps each peer's best):
 
   PyTorch DataLoader   torch.utils.data.DataLoader with torchvision: ImageFolder with PIL and
-                       transforms.v2 (two orders), torchvision.io.decode_jpeg per sample, and a
-                       batched fetch (BatchSampler, one dataset call per batch)
+                       transforms.v2 (two orders), torchvision.io.decode_jpeg per sample, a
+                       batched fetch (BatchSampler, one dataset call per batch), and Pillow
+                       with Image.draft (its reduced-size decode) batched the same way
   DALI                 NVIDIA DALI CPU pipelines (device_id=None): fused decode-and-crop, or
                        decode then random_resized_crop; through DALIGenericIterator or pipe.run()
   SPDL                 spdl.pipeline with spdl.io (FFmpeg) decoding: crop/scale/flip in an
@@ -190,6 +191,41 @@ class DecodeJpegBatches:
         return normalize_uint8_batch(images, shared_float_batch(images.shape)), labels
 
 
+class PilDraftBatches:
+    """Map-style dataset indexed by a BatchSampler's batch: each JPEG opened with Pillow, the
+    crop drawn from the header's size, `Image.draft` asked for the smallest DCT scale that keeps
+    the crop at least the output size (Pillow's reduced decode), then the scaled box resized to
+    the output and flipped; normalised per batch into shared memory."""
+
+    def __init__(self, samples, crop):
+        self.samples, self.crop = samples, crop
+
+    def __len__(self):
+        return len(self.samples)
+
+    def __getitem__(self, indices):
+        import numpy as np
+        import torch
+        from PIL import Image
+
+        images = torch.empty((len(indices), 3, self.crop, self.crop), dtype=torch.uint8)
+        for row, index in enumerate(indices):
+            with Image.open(self.samples[index][0]) as image:
+                width, height = image.size
+                top, left, h, w = crop_params(height, width)
+                reduce = max(self.crop / h, self.crop / w)
+                if reduce < 1:
+                    image.draft("RGB", (math.ceil(width * reduce), math.ceil(height * reduce)))
+                sx, sy = image.size[0] / width, image.size[1] / height
+                box = (left * sx, top * sy, (left + w) * sx, (top + h) * sy)
+                out = image.convert("RGB").resize((self.crop, self.crop), Image.BILINEAR, box=box)
+            if random.random() < 0.5:
+                out = out.transpose(Image.FLIP_LEFT_RIGHT)
+            images[row] = torch.from_numpy(np.asarray(out)).permute(2, 0, 1)
+        labels = torch.tensor([self.samples[index][1] for index in indices])
+        return normalize_uint8_batch(images, shared_float_batch(images.shape)), labels
+
+
 def dataloader(dataset, args, **kwargs):
     from torch.utils.data import DataLoader
 
@@ -216,6 +252,16 @@ def pytorch_decode_jpeg(args):
     samples, _ = scan(args.folder)
     dataset = DecodeJpegDataset(samples, v2_tensor_transforms(args.crop))
     loader = dataloader(dataset, args, batch_size=args.batch, shuffle=True)
+    return lambda epoch: loader
+
+
+def pytorch_pil_draft(args):
+    from torch.utils.data import BatchSampler, RandomSampler
+
+    samples, _ = scan(args.folder)
+    dataset = PilDraftBatches(samples, args.crop)
+    sampler = BatchSampler(RandomSampler(range(len(samples))), args.batch, drop_last=False)
+    loader = dataloader(dataset, args, sampler=sampler, batch_size=None)
     return lambda epoch: loader
 
 
@@ -468,6 +514,10 @@ CONFIGS = [
      "BatchSampler + batched dataset: decode_jpeg, crop/flip per image, normalise per batch, "
      "{w} worker processes",
      pytorch_batched),
+    ("pytorch-pil-draft", PYTORCH,
+     "BatchSampler + batched dataset: PIL with Image.draft (reduced DCT decode), crop/resize/"
+     "flip per image, normalise per batch, {w} worker processes",
+     pytorch_pil_draft),
     ("dali-fused", "DALI",
      "CPU pipeline: decoders.image_random_crop + resize + crop_mirror_normalize, "
      "{w} threads, DALIGenericIterator",

@@ -2,6 +2,11 @@
 // WebDataset tar shards), then trains an MLP on several CPU devices from the tar shards with
 // random resized crops and flips keyed by each sample, evaluates on the ImageFolder, and
 // prints the decode and augment throughput of the loader and the bad samples it replaced.
+// With --workload DIR it trains instead on the realistic workload scripts/image-workload
+// writes (photographs of ImageNet's size, RGB, 224x224 crops normalised with ImageNet's mean
+// and deviation) and says which share of a row's time goes to decoding.
+#include <algorithm>
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
@@ -15,6 +20,7 @@
 
 #include <stoke/images/image_batcher.hpp>
 #include <stoke/images/image_folder.hpp>
+#include <stoke/images/prepared_image.hpp>
 #include <stoke/images/tar_shards.hpp>
 #include <stoke/images/tar_writer.hpp>
 #include <stoke/learner.hpp>
@@ -38,7 +44,58 @@ struct Flags {
   std::size_t corrupt = 0;                    ///< truncated JPEGs added to the training shards
   std::size_t max_bad = 0;                    ///< bad samples an epoch may replace
   std::uint64_t seed = 7;                     ///< shuffle, augmentation and weights
+  std::filesystem::path workload;  ///< the realistic workload's folder (scripts/image-workload)
+  std::size_t hidden = 256;        ///< units of the MLP's hidden layer
+  bool whole_decode = false;       ///< decode JPEGs whole, not only the crop's window
 };
+
+/// Where a row's time goes, on one thread over the first `count` samples of `source`: reading
+/// the header and drawing, decoding (only the window, unless the batcher says otherwise), and
+/// rendering (crop, resize, flip, normalise); and the bytes decoded against the whole images'.
+template <class Source>
+void print_decode_share(const Source& source, const stoke::images::ImageBatcher& batcher,
+                        std::size_t count) {
+  namespace images = stoke::images;
+  using Clock = std::chrono::steady_clock;
+  std::vector<std::uint8_t> scratch;
+  std::vector<float> row(batcher.output_shape().bytes());
+  double plan_s = 0;
+  double decode_s = 0;
+  double render_s = 0;
+  std::uint64_t window_bytes = 0;
+  std::uint64_t whole_bytes = 0;
+  std::uint64_t scaled_bytes = 0;
+  count = std::min(count, source.size());
+  for (std::size_t i = 0; i < count; ++i) {
+    const images::EncodedImage item = source.get(i);
+    stoke::SampleRng rng(1, 0, i);
+    const auto t0 = Clock::now();
+    const images::DecodePlan plan =
+        images::plan_decode(item, batcher.augmentation, batcher.decoding, rng);
+    const auto t1 = Clock::now();
+    const images::WindowView decoded = images::decode_planned(item, plan, scratch);
+    const auto t2 = Clock::now();
+    images::render_normalized(decoded, plan.draw, batcher.output_shape(), batcher.normalization,
+                              row);
+    const auto t3 = Clock::now();
+    plan_s += std::chrono::duration<double>(t1 - t0).count();
+    decode_s += std::chrono::duration<double>(t2 - t1).count();
+    render_s += std::chrono::duration<double>(t3 - t2).count();
+    window_bytes += decoded.pixels.shape.bytes();
+    whole_bytes += std::uint64_t{plan.info.height} * plan.info.width * plan.decoded.channels;
+    scaled_bytes += plan.decoded.bytes();
+  }
+  const double total = plan_s + decode_s + render_s;
+  std::printf(
+      "one thread, %zu images: %.0f images/s; decoding %.1f%% of a row's time, header and draw "
+      "%.1f%%, crop + resize + flip + normalise %.1f%%\n"
+      "bytes decoded an image: %.0f; whole at the same DCT scale %.0f (%.3f), whole at full "
+      "size %.0f (%.3f)\n",
+      count, double(count) / total, 100 * decode_s / total, 100 * plan_s / total,
+      100 * render_s / total, double(window_bytes) / double(count),
+      double(scaled_bytes) / double(count), double(window_bytes) / double(scaled_bytes),
+      double(whole_bytes) / double(count), double(window_bytes) / double(whole_bytes));
+}
 
 /// A tar shard of `count` training images cut short (a JPEG that ends early), to show the
 /// bad-sample policy.
@@ -80,47 +137,70 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--seed", flags.seed, "seed of shuffle, augmentation and weights")
       ->capture_default_str();
+  app.add_option("--workload", flags.workload,
+                 "train on the realistic workload in this folder (scripts/image-workload): "
+                 "shards/ to train, folder/ to evaluate, RGB, --crop 224 by default");
+  app.add_option("--hidden", flags.hidden, "units of the MLP's hidden layer")
+      ->capture_default_str();
+  app.add_flag("--whole-decode", flags.whole_decode,
+               "decode each JPEG whole, not only the window its crop reads");
   CLI11_PARSE(app, argc, argv);
 
   namespace images = stoke::images;
   try {
-    const auto idx = [&](const char* name) {
-      const auto plain = flags.data / name;
-      return std::filesystem::exists(plain) ? plain : flags.data / (std::string(name) + ".gz");
-    };
-    const stoke::IdxClassificationDataset train_source(idx("train-images-idx3-ubyte"),
-                                                       idx("train-labels-idx1-ubyte"));
-    const stoke::IdxClassificationDataset test_source(idx("t10k-images-idx3-ubyte"),
-                                                      idx("t10k-labels-idx1-ubyte"));
+    const bool realistic = !flags.workload.empty();
+    std::vector<std::filesystem::path> shards;
+    std::filesystem::path test_folder;
     const auto started = std::chrono::steady_clock::now();
-    const auto train_files =
-        image_example::write_dataset(train_source, {.count = flags.train}, flags.dir / "train");
-    const auto test_files =
-        image_example::write_dataset(test_source, {.count = flags.test}, flags.dir / "test");
-    std::printf(
-        "data set: %zu training JPEGs in %zu tar shards, %zu test JPEGs in an image "
-        "folder (%.1f s)\n",
-        flags.train, train_files.shards.size(), flags.test,
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    if (realistic) {
+      shards = stoke::files_matching(flags.workload / "shards", "shard-*.tar");
+      test_folder = flags.workload / "folder";
+      if (app.count("--crop") == 0) flags.crop = 224;
+    } else {
+      const auto idx = [&](const char* name) {
+        const auto plain = flags.data / name;
+        return std::filesystem::exists(plain) ? plain : flags.data / (std::string(name) + ".gz");
+      };
+      const stoke::IdxClassificationDataset train_source(idx("train-images-idx3-ubyte"),
+                                                         idx("train-labels-idx1-ubyte"));
+      const stoke::IdxClassificationDataset test_source(idx("t10k-images-idx3-ubyte"),
+                                                        idx("t10k-labels-idx1-ubyte"));
+      const auto train_files =
+          image_example::write_dataset(train_source, {.count = flags.train}, flags.dir / "train");
+      const auto test_files =
+          image_example::write_dataset(test_source, {.count = flags.test}, flags.dir / "test");
+      shards = train_files.shards;
+      test_folder = test_files.folder;
+    }
+    std::printf("data set: %s, %zu tar shards to train, the image folder %s to evaluate (%.1f s)\n",
+                realistic ? "the realistic workload" : "Fashion-MNIST as JPEGs", shards.size(),
+                test_folder.string().c_str(),
+                std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    // Grey Fashion-MNIST, or RGB photographs normalised as ImageNet's.
+    const std::uint32_t channels = realistic ? 3 : 1;
+    const images::Normalization normalization =
+        realistic ? images::Normalization({0.485F, 0.456F, 0.406F}, {0.229F, 0.224F, 0.225F})
+                  : images::Normalization(0.2860F, 0.3530F);
+    const images::PrepareOptions decoding{.channels = channels,
+                                          .window_decode = !flags.whole_decode};
+    const std::array<float, 2> scale =
+        realistic ? std::array{0.08F, 1.0F} : std::array{0.35F, 1.0F};
 
     // --8<-- [start:pipeline]
-    std::vector<std::filesystem::path> shards = train_files.shards;
     if (flags.corrupt > 0) {
       shards.push_back(write_corrupt_shard(images::TarShards(shards), flags.corrupt, flags.dir));
     }
     const images::TarShards train(shards);
-    const images::ImageFolder test(test_files.folder);
+    const images::ImageFolder test(test_folder);
     const std::uint32_t crop = flags.crop;
-    const images::Normalization grey(0.2860F, 0.3530F);
     images::ImageBatcher augmenting{
-        .augmentation =
-            images::random_resized_crop(crop, crop, {0.35F, 1.0F}) | images::horizontal_flip(),
-        .normalization = grey,
-        .decoding = {.channels = 1},
+        .augmentation = images::random_resized_crop(crop, crop, scale) | images::horizontal_flip(),
+        .normalization = normalization,
+        .decoding = decoding,
         .bad_samples = {.max_per_epoch = flags.max_bad}};
     const images::ImageBatcher resizing{.augmentation = images::resize(crop, crop),
-                                        .normalization = grey,
-                                        .decoding = {.channels = 1}};
+                                        .normalization = normalization,
+                                        .decoding = decoding};
     using Builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, images::ImageBatcher>;
     auto train_loader = Builder(augmenting)
                             .batch_size(flags.batch_size)
@@ -148,12 +228,15 @@ int main(int argc, char** argv) {
           std::chrono::duration<double>(std::chrono::steady_clock::now() - begin).count();
       std::printf("decode + crop + flip + normalise: %.0f images/s on %zu worker threads\n",
                   double(seen) / seconds, flags.devices * flags.workers);
+      print_decode_share(train, augmenting, 500);
     }
 
+    const std::size_t classes = realistic ? test.classes().size() : 10;
     // --8<-- [start:learner]
     const std::size_t steps = train.size() / (flags.batch_size * flags.devices);
     stoke::Learner<stoke::cpu::Backend, stoke::Mlp, stoke::Adam, stoke::CosineLr> learner(
-        stoke::Mlp({std::size_t{crop} * crop, 256, 10}, flags.seed), stoke::Adam{},
+        stoke::Mlp({std::size_t{crop} * crop * channels, flags.hidden, classes}, flags.seed),
+        stoke::Adam{},
         stoke::CosineLr{.base = 1e-3F,
                         .minimum = 5e-5F,
                         .total_steps = flags.epochs * steps,

@@ -1,5 +1,9 @@
 // Fuzzes the JPEG decoder: read_jpeg_header, decode_jpeg_into at full size and at 1/8, to RGB
-// and grey, and decode_image (format detection, decoded_shape, decode_into) on the input.
+// and grey, decode_jpeg_window (the window decode, libjpeg's API) at full size and at 1/2, and
+// decode_image (format detection, decoded_shape, decode_into) on the input. Where both the
+// full decode and the window decode accept the input, the window's pixels must equal the full
+// decode's but for its outermost columns (the documented bound).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -29,6 +33,44 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           }
         } catch (const stoke::InputError&) {
           // A refusal at one scale or channel count says nothing of the others; go on.
+        }
+      }
+    }
+    for (const img::JpegScale scale : {img::JpegScale{1, 1}, img::JpegScale{1, 2}}) {
+      const img::ImageShape whole = img::jpeg_scaled_shape(header, scale, 3);
+      std::vector<std::uint8_t> full(whole.bytes());
+      bool full_decoded = false;
+      try {
+        (void)img::decode_jpeg_into(bytes, "fuzz.jpg", scale, 3, full);
+        full_decoded = true;
+      } catch (const stoke::InputError&) {
+      }
+      // A window in the middle third (at least a pixel), and the bottom-right corner.
+      const img::PixelWindow middle{whole.height / 3, whole.width / 3,
+                                    std::max(whole.height / 3, 1U), std::max(whole.width / 3, 1U)};
+      const img::PixelWindow corner{whole.height - 1, whole.width - 1, 1, 1};
+      for (const img::PixelWindow& wanted : {middle, corner}) {
+        std::vector<std::uint8_t> scratch;
+        img::WindowView view;
+        try {
+          view = img::decode_jpeg_window(bytes, "fuzz.jpg", scale, 3, wanted, scratch);
+        } catch (const stoke::InputError&) {
+          continue;
+        }
+        if (view.whole != whole || !view.window().contains(wanted) ||
+            view.pixels.pixels.size() != view.pixels.shape.bytes()) {
+          std::abort();
+        }
+        if (!full_decoded) continue;
+        const img::ImageShape shape = view.pixels.shape;
+        for (std::uint32_t y = 0; y < shape.height; ++y) {
+          for (std::uint32_t x = 1; x + 1 < shape.width; ++x) {
+            for (std::uint32_t c = 0; c < 3; ++c) {
+              const std::size_t at =
+                  (std::size_t{view.top + y} * whole.width + view.left + x) * 3 + c;
+              if (view.pixels.at(y, x, c) != full[at]) std::abort();  // outside the bound
+            }
+          }
         }
       }
     }

@@ -1,15 +1,19 @@
 // Tests of JPEG and PNG decoding (stoke/images/decode.hpp, jpeg.hpp, png.hpp): the pixels equal
 // Pillow's for the images write_image_fixtures.py writes (run once per test process into a
 // directory of its own), reduced JPEG decodes equal Pillow's draft, and bad input is refused
-// with a message naming it.
+// with a message naming it. The window decode (decode_jpeg_window, decode_window) against the
+// full decode on JPEGs written here with libjpeg: every sampling, grey, progressive, restart
+// markers, scaled and not; its renders equal the full decode's bit for bit.
 #include <sys/wait.h>
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -25,12 +29,20 @@
 #include <gtest/gtest.h>
 #include <stoke/core/error.hpp>
 #include <stoke/data/sources/npy.hpp>
+#include <stoke/images/augment.hpp>
 #include <stoke/images/decode.hpp>
+#include <stoke/images/encode.hpp>
 #include <stoke/images/jpeg.hpp>
 #include <stoke/images/png.hpp>
+#include <stoke/images/prepared_image.hpp>
+#include <stoke/images/render_row.hpp>
+
+// jpeglib.h after cstdio (FILE).
+#include <jpeglib.h>
 
 #include "python_fixtures.hpp"
 #include "stoke_test_files.hpp"
+#include "test_jpegs.hpp"
 
 namespace {
 
@@ -428,6 +440,353 @@ TEST_F(ImageDecodeVsPillow, DecodesTheSamePixelsInManyThreadsAtOnce) {
   for (std::thread& thread : threads) thread.join();
   EXPECT_EQ(decoded.load(), kThreads * kRounds * static_cast<int>(cases.size()));
   EXPECT_EQ(wrong.load(), 0);
+}
+
+// --- The window decode -------------------------------------------------------------------
+
+/// How a test JPEG is written with libjpeg.
+struct JpegRecipe {
+  std::string name;          ///< for messages
+  int h = 2;                 ///< luma's horizontal sampling factor (chroma's is 1)
+  int v = 2;                 ///< luma's vertical sampling factor
+  bool grey = false;         ///< one component
+  bool progressive = false;  ///< libjpeg's simple progression
+  int restart_rows = 0;      ///< a restart marker every this many MCU rows (0: none)
+};
+
+/// The recipes: 4:4:4, 4:2:2, 4:2:0, 4:4:0, grey, progressive 4:2:0, 4:2:0 with restart markers.
+const std::vector<JpegRecipe> kWindowRecipes = {{"4:4:4", 1, 1},
+                                                {"4:2:2", 2, 1},
+                                                {"4:2:0", 2, 2},
+                                                {"4:4:0", 1, 2},
+                                                {"grey", 1, 1, true},
+                                                {"progressive 4:2:0", 2, 2, false, true},
+                                                {"restart 4:2:0", 2, 2, false, false, 1},
+                                                {"progressive grey", 1, 1, true, true}};
+
+/// A photograph-like RGB image: smooth shading, edges and fine texture, with chroma detail
+/// (so that chroma upsampling matters).
+img::Image photo_like(std::uint32_t height, std::uint32_t width, std::uint32_t seed) {
+  img::Image image{Bytes(std::size_t{height} * width * 3), {height, width, 3}};
+  for (std::uint32_t y = 0; y < height; ++y) {
+    for (std::uint32_t x = 0; x < width; ++x) {
+      std::uint32_t hash = (x * 73856093U) ^ (y * 19349663U) ^ (seed * 83492791U);
+      hash ^= hash >> 13;
+      hash *= 0x5bd1e995U;
+      hash ^= hash >> 15;
+      const bool edge = (x / 17 + y / 23 + seed) % 3 == 0;
+      for (std::uint32_t c = 0; c < 3; ++c) {
+        const int shade = static_cast<int>((x * (2 + c) + y * (3 + c * 2) + seed * 29) % 200);
+        const int texture = static_cast<int>((hash >> (8 * c)) & 31U) - 16;
+        const int value = shade + texture + (edge ? (c == 1 ? 60 : -40) : 0);
+        image.pixels[(std::size_t{y} * width + x) * 3 + c] =
+            static_cast<std::uint8_t>(std::clamp(value, 0, 255));
+      }
+    }
+  }
+  return image;
+}
+
+/// `image` (RGB) written by libjpeg as `recipe` says, quality 90.
+Bytes encode_with_libjpeg(const img::Image& image, const JpegRecipe& recipe) {
+  jpeg_compress_struct info{};
+  jpeg_error_mgr error{};
+  info.err = jpeg_std_error(&error);
+  jpeg_create_compress(&info);
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;  // NOLINT(google-runtime-int): libjpeg's type
+  jpeg_mem_dest(&info, &buffer, &size);
+  info.image_width = image.shape.width;
+  info.image_height = image.shape.height;
+  info.input_components = 3;
+  info.in_color_space = JCS_RGB;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, 90, TRUE);
+  if (recipe.grey) jpeg_set_colorspace(&info, JCS_GRAYSCALE);
+  info.comp_info[0].h_samp_factor = recipe.h;
+  info.comp_info[0].v_samp_factor = recipe.v;
+  if (recipe.progressive) jpeg_simple_progression(&info);
+  info.restart_in_rows = recipe.restart_rows;
+  jpeg_start_compress(&info, TRUE);
+  while (info.next_scanline < info.image_height) {
+    auto* row = const_cast<JSAMPROW>(image.pixels.data() +
+                                     std::size_t{info.next_scanline} * image.shape.width * 3);
+    jpeg_write_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_compress(&info);
+  Bytes out(buffer, buffer + size);
+  jpeg_destroy_compress(&info);
+  std::free(buffer);  // NOLINT(cppcoreguidelines-no-malloc): libjpeg's buffer
+  return out;
+}
+
+/// How a window decode differs from the full decode at the same place.
+struct WindowDifference {
+  int interior = 0;                ///< largest difference away from the window's cut edges
+  int edge = 0;                    ///< largest difference on its outermost columns and rows
+  std::size_t differing_edge = 0;  ///< bytes that differ there
+  /// Largest difference on the left and right column, and the top and bottom row (corners
+  /// with the columns).
+  std::array<int, 4> sides{};
+};
+
+/// Decodes `wanted` of `bytes` at `scale` both ways and compares.
+WindowDifference window_against_full(const Bytes& bytes, const std::string& what,
+                                     img::JpegScale scale, std::uint32_t channels,
+                                     img::PixelWindow wanted) {
+  const img::JpegHeader header = img::read_jpeg_header(bytes, what);
+  const ImageShape whole = img::jpeg_scaled_shape(header, scale, channels);
+  Bytes full(whole.bytes());
+  (void)img::decode_jpeg_into(bytes, what, scale, channels, full);
+  Bytes scratch;
+  const img::WindowView view =
+      img::decode_jpeg_window(bytes, what, scale, channels, wanted, scratch);
+  EXPECT_EQ(view.whole, whole) << what;
+  EXPECT_TRUE(view.window().contains(wanted)) << what;
+  EXPECT_EQ(view.top, wanted.top) << what;
+  EXPECT_LE(wanted.left - view.left, 32U * scale.num / scale.denom + 1) << what;
+  WindowDifference difference;
+  const ImageShape shape = view.pixels.shape;
+  for (std::uint32_t y = 0; y < shape.height; ++y) {
+    for (std::uint32_t x = 0; x < shape.width; ++x) {
+      const std::array<bool, 4> on_side = {
+          x == 0 && view.left > 0, x + 1 == shape.width && view.left + x + 1 < whole.width,
+          y == 0 && view.top > 0, y + 1 == shape.height && view.top + y + 1 < whole.height};
+      const bool corner = (on_side[0] || on_side[1]) && (on_side[2] || on_side[3]);
+      const bool cut_edge = on_side[0] || on_side[1] || on_side[2] || on_side[3];
+      for (std::uint32_t c = 0; c < channels; ++c) {
+        const int a = view.pixels.at(y, x, c);
+        const int b =
+            full[(std::size_t{view.top + y} * whole.width + view.left + x) * channels + c];
+        const int diff = std::abs(a - b);
+        for (std::size_t side = 0; side < 4; ++side) {
+          if (on_side[side] && (side < 2 || !corner)) {
+            difference.sides[side] = std::max(difference.sides[side], diff);
+          }
+        }
+        if (cut_edge) {
+          difference.edge = std::max(difference.edge, diff);
+          difference.differing_edge += diff != 0 ? 1 : 0;
+        } else {
+          difference.interior = std::max(difference.interior, diff);
+        }
+      }
+    }
+  }
+  return difference;
+}
+
+/// Windows of every position class in an image of `shape`: the four corners, the four edges,
+/// the whole image, the middle, a crop smaller than one MCU, one pixel.
+std::vector<std::pair<std::string, img::PixelWindow>> window_classes(ImageShape shape) {
+  const std::uint32_t h = shape.height;
+  const std::uint32_t w = shape.width;
+  return {{"top left", {0, 0, h / 3, w / 3}},
+          {"top right", {0, w - w / 3, h / 3, w / 3}},
+          {"bottom left", {h - h / 3, 0, h / 3, w / 3}},
+          {"bottom right", {h - h / 4, w - w / 5, h / 4, w / 5}},
+          {"top edge", {0, w / 4, h / 5, w / 2}},
+          {"bottom edge", {h - h / 5, w / 4, h / 5, w / 2}},
+          {"left edge", {h / 4, 0, h / 2, w / 5}},
+          {"right edge", {h / 4, w - w / 5, h / 2, w / 5}},
+          {"whole", {0, 0, h, w}},
+          {"middle", {h / 3 + 1, w / 3 + 3, h / 3, w / 3}},
+          {"smaller than an MCU", {h / 2 + 3, w / 2 + 5, 5, 7}},
+          {"one pixel", {h / 2 + 1, w / 2 + 1, 1, 1}},
+          {"full rows", {h / 3, 0, h / 4, w}},
+          {"full columns", {0, w / 3, h, w / 4}}};
+}
+
+TEST(JpegWindowDecode, EqualsTheFullDecodeButOnTheWindowsCutEdges) {
+  // The bound, measured: every row is the full decode's, and every column but the window's
+  // outermost two where they are not the image's: there, fancy upsampling of horizontally
+  // subsampled chroma repeats the edge sample (4:2:2 and 4:2:0; up to 53 on these images).
+  int largest_edge = 0;
+  std::size_t edge_bytes = 0;
+  for (const JpegRecipe& recipe : kWindowRecipes) {
+    std::array<int, 4> sides{};
+    const Bytes bytes = encode_with_libjpeg(photo_like(173, 251, 7), recipe);
+    for (const img::JpegScale scale :
+         {img::JpegScale{1, 1}, img::JpegScale{7, 8}, img::JpegScale{1, 2}, img::JpegScale{3, 8},
+          img::JpegScale{1, 8}}) {
+      for (const std::uint32_t channels : {3U, 1U}) {
+        const img::JpegHeader header = img::read_jpeg_header(bytes, recipe.name);
+        const ImageShape whole = img::jpeg_scaled_shape(header, scale, channels);
+        for (const auto& [where, wanted] : window_classes(whole)) {
+          if (wanted.height == 0 || wanted.width == 0) continue;
+          const std::string what = recipe.name + " at " + std::to_string(scale.num) + "/" +
+                                   std::to_string(scale.denom) + ", " + std::to_string(channels) +
+                                   " channels, " + where;
+          const WindowDifference difference =
+              window_against_full(bytes, what, scale, channels, wanted);
+          EXPECT_EQ(difference.interior, 0) << what;
+          EXPECT_EQ(difference.sides[2], 0) << what << ": the top row";
+          EXPECT_EQ(difference.sides[3], 0) << what << ": the bottom row";
+          if (recipe.grey || channels == 1 || recipe.h == 1) {
+            EXPECT_EQ(difference.edge, 0) << what << ": no chroma upsampling, no edge";
+          }
+          largest_edge = std::max(largest_edge, difference.edge);
+          edge_bytes += difference.differing_edge;
+          for (std::size_t side = 0; side < 4; ++side) {
+            sides[side] = std::max(sides[side], difference.sides[side]);
+          }
+        }
+      }
+    }
+    std::printf(
+        "window decode, %s: largest difference on the left %d, right %d, top %d, "
+        "bottom %d\n",
+        recipe.name.c_str(), sides[0], sides[1], sides[2], sides[3]);
+  }
+  std::printf("window decode: largest difference on a window's cut edge %d, %zu bytes differ\n",
+              largest_edge, edge_bytes);
+}
+
+TEST(JpegWindowDecode, RendersExactlyWhatTheFullDecodeRenders) {
+  // The batcher's path: a draw, its window (one pixel more than the box reads on each side),
+  // rendered; the same bytes as the full decode rendered, for random resized crops (scaled
+  // and not), centre crops and resizes, RGB and grey.
+  const std::vector<std::pair<std::string, img::Augmentation>> augmentations = {
+      {"random resized crop 48x40", img::random_resized_crop(48, 40)},
+      {"small random resized crop 16x16", img::random_resized_crop(16, 16, {0.002F, 0.02F})},
+      {"random resized crop 96x128", img::random_resized_crop(96, 128)},
+      {"centre crop", img::center_crop(30, 50)},
+      {"resize", img::resize(40, 40)}};
+  std::size_t windowed = 0;
+  std::size_t renders = 0;
+  std::uint64_t window_bytes = 0;
+  std::uint64_t whole_bytes = 0;
+  for (const JpegRecipe& recipe : kWindowRecipes) {
+    for (const auto& [height, width] : {std::pair{173U, 251U}, std::pair{200U, 120U}}) {
+      const img::EncodedImage item = stoke::testing::encoded(
+          encode_with_libjpeg(photo_like(height, width, 3), recipe), recipe.name + ".jpg", 0);
+      for (const auto& [name, augmentation] : augmentations) {
+        for (const std::uint32_t channels : {3U, 1U}) {
+          for (const bool reduced : {true, false}) {
+            for (std::uint64_t index = 0; index < 12; ++index) {
+              const std::string what =
+                  recipe.name + " " + std::to_string(height) + "x" + std::to_string(width) + ", " +
+                  name + ", " + std::to_string(channels) + " channels" +
+                  (reduced ? ", reduced" : "") + ", sample " + std::to_string(index);
+              const ImageShape out{augmentation.height(), augmentation.width(), channels};
+              Bytes by_window(out.bytes());
+              Bytes by_whole(out.bytes());
+              const img::PrepareOptions window_options{channels, reduced, true};
+              const img::PrepareOptions whole_options{channels, reduced, false};
+              const stoke::SampleRng rng(17, 2, index);
+              const img::AugmentDraw a =
+                  img::render_row_bytes(item, augmentation, window_options, rng, by_window);
+              const img::AugmentDraw b =
+                  img::render_row_bytes(item, augmentation, whole_options, rng, by_whole);
+              EXPECT_EQ(a, b) << what;
+              ASSERT_EQ(by_window, by_whole) << what;
+              stoke::SampleRng plan_rng = rng;
+              const img::DecodePlan plan =
+                  img::plan_decode(item, augmentation, window_options, plan_rng);
+              windowed += plan.window.is_whole(plan.decoded) ? 0 : 1;
+              window_bytes += std::uint64_t{plan.window.height} * plan.window.width * channels;
+              whole_bytes += plan.decoded.bytes();
+              ++renders;
+            }
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(windowed, renders / 2);
+  std::printf("window decode: %zu of %zu renders windowed, %.3f of the decoded bytes\n", windowed,
+              renders, static_cast<double>(window_bytes) / static_cast<double>(whole_bytes));
+}
+
+TEST(JpegWindowDecode, PreparesTheWindowItRenders) {
+  const img::EncodedImage item = stoke::testing::encoded(
+      encode_with_libjpeg(photo_like(173, 251, 1), kWindowRecipes[2]), "a.jpg", 0);
+  const img::Augmentation crop = img::center_crop(20, 30);
+  stoke::SampleRng rng(1, 0, 0);
+  Bytes scratch;
+  const img::PreparedImage prepared = img::prepare_image(item, crop, {}, rng, scratch);
+  // The centre 20x30 box at (76.5, 110.5) reads rows 76 to 96 and columns 110 to 140; one
+  // column more on each side; the left widened to a whole iMCU (16 columns at 4:2:0).
+  EXPECT_EQ(prepared.image.whole, (ImageShape{173, 251, 3}));
+  EXPECT_EQ(prepared.image.top, 76U);
+  EXPECT_EQ(prepared.image.left, 96U);
+  EXPECT_EQ(prepared.image.pixels.shape, (ImageShape{21, 141 - 96 + 1, 3}));
+  // Without the window option, the whole image.
+  stoke::SampleRng again(1, 0, 0);
+  const img::PreparedImage whole =
+      img::prepare_image(item, crop, {.window_decode = false}, again, scratch);
+  EXPECT_EQ(whole.image.window(), img::PixelWindow::whole({173, 251, 3}));
+  // A PNG has no window: decode_window decodes it whole.
+  const img::Image pattern = photo_like(30, 40, 2);
+  const Bytes png = img::encode_png(pattern.view());
+  const img::EncodedInfo info = img::read_image_info(png, "b.png");
+  const img::WindowView view =
+      img::decode_window(png, "b.png", info, {30, 40, 3}, {3, 4, 5, 6}, scratch);
+  EXPECT_EQ(view.window(), img::PixelWindow::whole({30, 40, 3}));
+  EXPECT_TRUE(std::equal(pattern.pixels.begin(), pattern.pixels.end(), view.pixels.pixels.begin()));
+  // Rendering from a window that misses pixels the box reads is refused.
+  Bytes out(10 * 10 * 3);
+  const img::AugmentDraw draw{{0.0F, 0.0F, 20.0F, 20.0F}};
+  EXPECT_THAT(
+      message_of<stoke::UsageError>([&] { img::render(prepared.image, draw, {10, 10, 3}, out); }),
+      HasSubstr("does not hold rows"));
+  EXPECT_THAT(message_of<stoke::UsageError>([&] {
+                (void)img::decode_window(png, "c.png", info, {30, 40, 3}, {25, 0, 6, 6}, scratch);
+              }),
+              AllOf(HasSubstr("'c.png'"), HasSubstr("not inside")));
+}
+
+TEST(JpegWindowDecode, RefusesCorruptAndTruncatedFilesNamingThem) {
+  for (const JpegRecipe& recipe : {kWindowRecipes[2], kWindowRecipes[5], kWindowRecipes[6]}) {
+    const Bytes whole = encode_with_libjpeg(photo_like(120, 160, 5), recipe);
+    const img::PixelWindow top_left{0, 0, 20, 30};
+    const img::PixelWindow bottom{100, 60, 20, 40};
+    for (const std::size_t cut :
+         {std::size_t{3}, std::size_t{30}, std::size_t{400}, whole.size() / 3, whole.size() / 2,
+          whole.size() - 20, whole.size() - 2, whole.size() - 1}) {
+      const Bytes cut_bytes(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(cut));
+      for (const img::PixelWindow& window : {top_left, bottom}) {
+        const std::string source = recipe.name + " cut at " + std::to_string(cut);
+        Bytes scratch;
+        const std::string message = message_of<stoke::InputError>(
+            [&] { (void)img::decode_jpeg_window(cut_bytes, source, {1, 1}, 3, window, scratch); });
+        EXPECT_THAT(message,
+                    AllOf(HasSubstr("JPEG '" + source + "'"),
+                          testing::AnyOf(HasSubstr("TurboJPEG"), HasSubstr("libjpeg-turbo"))))
+            << "window at row " << window.top;
+        if (cut > whole.size() / 4) {
+          EXPECT_THAT(message, HasSubstr("Premature end of JPEG file")) << source;
+        }
+      }
+    }
+    // A restart marker out of place early in the scan: refused even for a window below it,
+    // whose skipped rows are entropy decoded.
+    Bytes corrupt = whole;
+    std::size_t sos = 2;
+    while (sos + 1 < corrupt.size() && !(corrupt[sos] == 0xff && corrupt[sos + 1] == 0xda)) ++sos;
+    const std::size_t at = sos + 40;
+    ASSERT_LT(at + 1, corrupt.size());
+    corrupt[at] = 0xff;
+    corrupt[at + 1] = 0xd5;
+    Bytes scratch;
+    EXPECT_THAT(message_of<stoke::InputError>([&] {
+                  (void)img::decode_jpeg_window(corrupt, "rst.jpg", {1, 1}, 3, bottom, scratch);
+                }),
+                AllOf(HasSubstr("JPEG 'rst.jpg'"), HasSubstr("libjpeg-turbo"),
+                      HasSubstr("Corrupt JPEG data")))
+        << recipe.name;
+    // The decoder works on after a refusal.
+    Bytes out;
+    const img::WindowView view = img::decode_jpeg_window(whole, "good.jpg", {1, 1}, 3, bottom, out);
+    EXPECT_EQ(view.top, 100U);
+  }
+  // A window outside the image is the caller's mistake.
+  const Bytes jpeg = encode_with_libjpeg(photo_like(40, 40, 1), kWindowRecipes[0]);
+  Bytes scratch;
+  EXPECT_THAT(message_of<stoke::UsageError>([&] {
+                (void)img::decode_jpeg_window(jpeg, "x.jpg", {1, 2}, 3, {0, 0, 21, 5}, scratch);
+              }),
+              AllOf(HasSubstr("'x.jpg'"), HasSubstr("not inside")));
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
 #pragma once
 /// @file
-/// JPEG decoding with libjpeg-turbo's TurboJPEG API: the header (`read_jpeg_header`), the DCT
-/// scaling factors (`jpeg_scales`) and decoding at one of them into the caller's buffer
-/// (`decode_jpeg_into`), to grey or RGB. Each thread decodes with a TurboJPEG handle of its
-/// own, made on first use and freed when the thread ends.
+/// JPEG decoding with libjpeg-turbo: the header (`read_jpeg_header`), the DCT scaling factors
+/// (`jpeg_scales`), decoding at one of them into the caller's buffer (`decode_jpeg_into`,
+/// TurboJPEG's API), to grey or RGB, and decoding only a window of the image
+/// (`decode_jpeg_window`, libjpeg's API: TurboJPEG 2.x has no cropping region). Each thread
+/// decodes with handles of its own, made on first use and freed when the thread ends.
 
 #include <turbojpeg.h>
 
@@ -16,6 +17,8 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/images/detail/image_window.hpp>
+#include <stoke/images/detail/libjpeg_window.hpp>
 #include <stoke/images/image.hpp>
 
 namespace stoke::images {
@@ -165,6 +168,66 @@ inline void decompress_jpeg(std::span<const std::uint8_t> bytes, std::string_vie
   }
 }
 
+/// Throws `InputError` for a failed step of `decoder`: names the source, libjpeg-turbo's message
+/// and whether it was a corrupt-data warning (refused as well). Frees the decompressor first.
+[[noreturn]] inline void fail_window(LibjpegDecompressor& decoder, std::string_view source) {
+  const bool warning = decoder.warning();
+  const std::string message(decoder.message());
+  decoder.reset();
+  throw InputError("stoke: " + jpeg_context(source) +
+                   ": decoding a window failed: libjpeg-turbo: " + message +
+                   (warning ? " (corrupt data: libjpeg-turbo's warning is refused)" : ""));
+}
+
+/// Decodes rows `[wanted.top, wanted.top + wanted.height)` of the JPEG `bytes` reduced by
+/// `scale` to `channels` channels, only the columns of whole iMCUs that hold
+/// `[wanted.left, wanted.left + wanted.width)`, into `out` (resized to the decoded window);
+/// `whole` is the shape the full decode gives (the caller checked `scale`, `channels`, that
+/// the JPEG is not CMYK, and that `wanted` lies in `whole`). Each decoded pixel equals the
+/// full decode's (`decompress_jpeg`) but for the window's outermost columns, where libjpeg's
+/// fancy upsampling has no chroma neighbour past the edge (see `decode_jpeg_window`). Throws
+/// `InputError` naming `source` with libjpeg-turbo's message for corrupt data in the rows decoded
+/// (or skipped), and for a file with no end-of-image marker (cut short).
+inline WindowView decompress_jpeg_window(std::span<const std::uint8_t> bytes,
+                                         std::string_view source, JpegScale scale,
+                                         const ImageShape& whole, const PixelWindow& wanted,
+                                         std::vector<std::uint8_t>& out) {
+  LibjpegDecompressor& decoder = thread_libjpeg_decompressor();
+  if (!decoder.start(bytes, scale.num, scale.denom, whole.channels)) fail_window(decoder, source);
+  if (decoder.output_height() != whole.height || decoder.output_width() != whole.width) {
+    decoder.reset();
+    throw InputError("stoke: " + jpeg_context(source) + ": libjpeg-turbo decodes it to " +
+                     std::to_string(decoder.output_height()) + "x" +
+                     std::to_string(decoder.output_width()) + " at " + std::to_string(scale.num) +
+                     "/" + std::to_string(scale.denom) + ", TurboJPEG to " +
+                     std::to_string(whole.height) + "x" + std::to_string(whole.width));
+  }
+  if (!has_end_of_image(bytes, decoder.scan_offset())) {
+    decoder.reset();
+    throw InputError("stoke: " + jpeg_context(source) +
+                     ": decoding a window failed: libjpeg-turbo: Premature end of JPEG file (no "
+                     "end-of-image marker after the first scan; corrupt data: libjpeg-turbo's "
+                     "warning is refused)");
+  }
+  std::uint32_t left = wanted.left;
+  std::uint32_t width = wanted.width;
+  if (width != whole.width && !decoder.crop(left, width)) fail_window(decoder, source);
+  if (wanted.top > 0 && !decoder.skip(wanted.top)) fail_window(decoder, source);
+  const ImageShape shape{wanted.height, width, whole.channels};
+  try {
+    out.resize(shape.bytes());
+  } catch (...) {
+    decoder.finish();
+    throw;
+  }
+  if (!decoder.read(out.data(), shape.height, std::size_t{width} * whole.channels)) {
+    fail_window(decoder, source);
+  }
+  decoder.finish();
+  return {ImageView{std::span<const std::uint8_t>(out.data(), shape.bytes()), shape}, wanted.top,
+          left, whole};
+}
+
 }  // namespace detail
 
 /// The DCT scaling factors `decode_jpeg_into` takes: those of `tjGetScalingFactors` from 1/1
@@ -205,6 +268,34 @@ inline JpegHeader read_jpeg_header(std::span<const std::uint8_t> bytes, std::str
   return {scale.scaled(header.height), scale.scaled(header.width), channels};
 }
 
+namespace detail {
+
+/// The header of the JPEG `bytes`, after checking that it can be decoded at `scale` to
+/// `channels` channels: throws `UsageError` for a `scale` not in `jpeg_scales()` or `channels`
+/// other than 1 or 3, `InputError` for what `read_jpeg_header` refuses and for CMYK and YCCK.
+inline JpegHeader checked_jpeg_header(std::span<const std::uint8_t> bytes, std::string_view source,
+                                      JpegScale scale, std::uint32_t channels) {
+  const auto scales = jpeg_scales();
+  if (std::find(scales.begin(), scales.end(), scale) == scales.end()) {
+    throw UsageError("stoke: " + jpeg_context(source) + ": " + std::to_string(scale.num) + "/" +
+                     std::to_string(scale.denom) +
+                     " is not one of TurboJPEG's scaling factors from 1/8 to 1 (jpeg_scales)");
+  }
+  if (channels != 1 && channels != 3) {
+    throw UsageError("stoke: " + jpeg_context(source) + ": cannot decode to " +
+                     std::to_string(channels) + " channels (1: grey, 3: RGB)");
+  }
+  const JpegHeader header = read_jpeg_header(bytes, source);
+  if (header.colorspace == JpegColorspace::cmyk || header.colorspace == JpegColorspace::ycck) {
+    throw InputError("stoke: " + jpeg_context(source) + " is a " +
+                     (header.colorspace == JpegColorspace::cmyk ? "CMYK" : "YCCK") +
+                     " JPEG; stoke decodes grey, YCbCr and RGB JPEGs only");
+  }
+  return header;
+}
+
+}  // namespace detail
+
 /// Decodes the JPEG `bytes` reduced by `scale` (one of `jpeg_scales()`) to `channels` channels
 /// (1: grey, the luminance; 3: RGB) into `out`, which must hold exactly
 /// `jpeg_scaled_shape(read_jpeg_header(bytes, source), scale, channels).bytes()` bytes; returns
@@ -222,22 +313,7 @@ inline JpegHeader read_jpeg_header(std::span<const std::uint8_t> bytes, std::str
 inline ImageShape decode_jpeg_into(std::span<const std::uint8_t> bytes, std::string_view source,
                                    JpegScale scale, std::uint32_t channels,
                                    std::span<std::uint8_t> out) {
-  const auto scales = jpeg_scales();
-  if (std::find(scales.begin(), scales.end(), scale) == scales.end()) {
-    throw UsageError("stoke: " + detail::jpeg_context(source) + ": " + std::to_string(scale.num) +
-                     "/" + std::to_string(scale.denom) +
-                     " is not one of TurboJPEG's scaling factors from 1/8 to 1 (jpeg_scales)");
-  }
-  if (channels != 1 && channels != 3) {
-    throw UsageError("stoke: " + detail::jpeg_context(source) + ": cannot decode to " +
-                     std::to_string(channels) + " channels (1: grey, 3: RGB)");
-  }
-  const JpegHeader header = read_jpeg_header(bytes, source);
-  if (header.colorspace == JpegColorspace::cmyk || header.colorspace == JpegColorspace::ycck) {
-    throw InputError("stoke: " + detail::jpeg_context(source) + " is a " +
-                     (header.colorspace == JpegColorspace::cmyk ? "CMYK" : "YCCK") +
-                     " JPEG; stoke decodes grey, YCbCr and RGB JPEGs only");
-  }
+  const JpegHeader header = detail::checked_jpeg_header(bytes, source, scale, channels);
   const ImageShape shape = jpeg_scaled_shape(header, scale, channels);
   if (out.size() != shape.bytes()) {
     throw UsageError("stoke: " + detail::jpeg_context(source) + ": the output holds " +
@@ -247,6 +323,44 @@ inline ImageShape decode_jpeg_into(std::span<const std::uint8_t> bytes, std::str
   }
   detail::decompress_jpeg(bytes, source, shape, out);
   return shape;
+}
+
+/// Decodes the rows and columns `wanted` of the JPEG `bytes` reduced by `scale` (their
+/// coordinates in the pixels of that reduced image, `jpeg_scaled_shape`) into `out`, resized
+/// to what is decoded; returns the view of it. Only what `wanted` needs is decoded:
+/// `jpeg_crop_scanline` widens the columns on the left to a whole iMCU (8 to 32 pixels at full
+/// scale: 8 times the horizontal sampling factor, times the scale), so the view's `left` may
+/// be less than `wanted.left`; the rows above are skipped (`jpeg_skip_scanlines`: entropy
+/// decoded, not transformed), the rows below not decoded (libjpeg reads one iMCU row past the
+/// window for the upsampler's context, no more).
+///
+/// **Against `decode_jpeg_into`.** Every row of the view equals the full decode's at the same
+/// place, and every column but the outermost two: libjpeg's fancy upsampling of horizontally
+/// subsampled chroma (4:2:0, 4:2:2) blends each chroma sample with its neighbours, and past
+/// the window's left or right edge it has none, so it repeats the edge sample. The first
+/// column of a window that does not start at column 0, and the last of one that does not end
+/// at the image's last column, may so differ (by up to 53 on the tests' images); 4:4:4, 4:4:0
+/// and grey JPEGs, and grey output, differ nowhere. A window one column larger on each side
+/// than the pixels a caller reads gives them exactly (`detail::window_column_margin`).
+///
+/// Throws what `decode_jpeg_into` throws, `UsageError` for a `wanted` not inside the image or
+/// empty, and `InputError` naming `source` with libjpeg-turbo's message for corrupt data
+/// in the rows decoded or skipped, and for a file with no end-of-image marker after its first
+/// scan (cut short). Corrupt data in rows below the window is not seen: they are not read.
+inline WindowView decode_jpeg_window(std::span<const std::uint8_t> bytes, std::string_view source,
+                                     JpegScale scale, std::uint32_t channels, PixelWindow wanted,
+                                     std::vector<std::uint8_t>& out) {
+  const JpegHeader header = detail::checked_jpeg_header(bytes, source, scale, channels);
+  const ImageShape whole = jpeg_scaled_shape(header, scale, channels);
+  if (wanted.height == 0 || wanted.width == 0 || !PixelWindow::whole(whole).contains(wanted)) {
+    throw UsageError(
+        "stoke: " + detail::jpeg_context(source) + ": the window of " +
+        std::to_string(wanted.height) + "x" + std::to_string(wanted.width) + " pixels at row " +
+        std::to_string(wanted.top) + ", column " + std::to_string(wanted.left) +
+        " is not inside the " + std::to_string(whole.height) + "x" + std::to_string(whole.width) +
+        " pixels of the image at " + std::to_string(scale.num) + "/" + std::to_string(scale.denom));
+  }
+  return detail::decompress_jpeg_window(bytes, source, scale, whole, wanted, out);
 }
 
 }  // namespace stoke::images

@@ -19,6 +19,7 @@
 #include <stoke/images/color_jitter.hpp>
 #include <stoke/images/detail/augment_checks.hpp>
 #include <stoke/images/detail/bilinear.hpp>
+#include <stoke/images/detail/image_window.hpp>
 #include <stoke/images/image.hpp>
 #include <stoke/images/normalization.hpp>
 
@@ -47,8 +48,9 @@ inline void check_image(std::string_view call, std::string_view what, ImageView 
 
 /// Throws `UsageError` naming `call` unless `draw` can be rendered from `source` to `out`
 /// (`out_values` values in the destination).
-inline void check_render(std::string_view call, ImageView source, const AugmentDraw& draw,
+inline void check_render(std::string_view call, WindowView window, const AugmentDraw& draw,
                          ImageShape out, std::size_t out_values) {
+  const ImageView source = window.pixels;
   check_image(call, "source", source);
   if (out.height == 0 || out.width == 0 || out.channels != source.shape.channels) {
     throw UsageError("stoke: " + std::string(call) + ": output " + format_shape(out) + " for a " +
@@ -66,6 +68,23 @@ inline void check_render(std::string_view call, ImageView source, const AugmentD
                      ", left " + format_value(box.left) + ", height " + format_value(box.height) +
                      ", width " + format_value(box.width) +
                      ") must be finite with a positive height and width");
+  }
+  if (window.whole.channels != source.shape.channels || window.whole.height == 0 ||
+      window.whole.width == 0) {
+    throw UsageError("stoke: " + std::string(call) + ": a " + format_shape(source.shape) +
+                     " window of a " + format_shape(window.whole) + " image");
+  }
+  if (!window.window().is_whole(window.whole) || source.shape != window.whole) {
+    const PixelWindow needed = resampled_window(box, window.whole, out);
+    if (!window.window().contains(needed)) {
+      throw UsageError(
+          "stoke: " + std::string(call) + ": the window of " + format_shape(source.shape) +
+          " at row " + std::to_string(window.top) + ", column " + std::to_string(window.left) +
+          " of a " + format_shape(window.whole) + " image does not hold rows " +
+          std::to_string(needed.top) + " to " + std::to_string(needed.top + needed.height - 1) +
+          " and columns " + std::to_string(needed.left) + " to " +
+          std::to_string(needed.left + needed.width - 1) + ", which the box reads");
+    }
   }
 }
 
@@ -130,10 +149,13 @@ inline void normalize_image_row(const std::uint8_t* row, ImageShape shape, std::
 /// as OpenCV `INTER_LINEAR` and torchvision with `antialias=False`, sampling positions
 /// clamped to the centres of the box's edge pixels and to the image (for a box of whole
 /// pixels inside the image: cropping, then resizing), weights in 1/2048, each byte rounded
-/// half up. Throws `UsageError` when the source is not 1 or 3 channels with pixels, `out`
-/// has other channels or no pixels, `out_hwc` is not `out.bytes()` long, or the box is not
-/// finite with positive sides.
-inline void render(ImageView source, const AugmentDraw& draw, ImageShape out,
+/// half up. The source may be a window of the image (`WindowView`, the box in the whole
+/// image's pixels): the result is the same as from the whole image when the window holds
+/// every pixel the box reads (`detail::resampled_window`). Throws `UsageError` when the source
+/// is not 1 or 3 channels with pixels, `out` has other channels or no pixels, `out_hwc` is
+/// not `out.bytes()` long, the box is not finite with positive sides, or a window does not
+/// hold the pixels the box reads.
+inline void render(WindowView source, const AugmentDraw& draw, ImageShape out,
                    std::span<std::uint8_t> out_hwc) {
   detail::check_render("render", source, draw, out, out_hwc.size());
   detail::BilinearRows rows(source, draw.box, out, detail::thread_bilinear_scratch());
@@ -142,6 +164,12 @@ inline void render(ImageView source, const AugmentDraw& draw, ImageShape out,
   if (draw.has_color_jitter()) {
     apply_color_jitter(out, out_hwc, draw.brightness, draw.contrast, draw.saturation);
   }
+}
+
+/// `render` of the whole image `source`.
+inline void render(ImageView source, const AugmentDraw& draw, ImageShape out,
+                   std::span<std::uint8_t> out_hwc) {
+  render(WindowView(source), draw, out, out_hwc);
 }
 
 /// Mirrors `rendered` left to right if `flip`, and normalises it into CHW floats: channel
@@ -168,7 +196,7 @@ inline void normalize_into(ImageView rendered, bool flip, const Normalization& n
 /// them bit for bit (the same row functions). Only for a draw without colour jitter (whose
 /// contrast needs the whole rendered image): throws `UsageError` otherwise, and for what
 /// `render` and `normalize_into` refuse.
-inline void render_normalized(ImageView source, const AugmentDraw& draw, ImageShape out,
+inline void render_normalized(WindowView source, const AugmentDraw& draw, ImageShape out,
                               const Normalization& normalization, std::span<float> out_chw) {
   detail::check_render("render_normalized", source, draw, out, out_chw.size());
   detail::check_normalization("render_normalized", out, normalization);
@@ -186,6 +214,12 @@ inline void render_normalized(ImageView source, const AugmentDraw& draw, ImageSh
     rows.row(y, row.data());
     detail::normalize_image_row(row.data(), out, y, draw.flip, normalization, out_chw.data());
   }
+}
+
+/// `render_normalized` of the whole image `source`.
+inline void render_normalized(ImageView source, const AugmentDraw& draw, ImageShape out,
+                              const Normalization& normalization, std::span<float> out_chw) {
+  render_normalized(WindowView(source), draw, out, normalization, out_chw);
 }
 
 }  // namespace stoke::images

@@ -28,10 +28,11 @@ namespace detail {
 
 }  // namespace detail
 
-/// Decodes `item`, draws its augmentation from `rng` (`prepare_image`) and renders it
-/// (`render`: crop, resize and colour jitter, WITHOUT the flip) into `out_hwc`, an
-/// `augmentation.height() x augmentation.width() x options.channels` HWC byte image; returns
-/// the draw, whose `flip` says whether the row is still to be mirrored. An image already of
+/// Decodes `item` (the window its crop reads), draws its augmentation from `rng`
+/// (`prepare_image`) and renders it (`render`: crop, resize and colour jitter, WITHOUT the
+/// flip) into `out_hwc`, an `augmentation.height() x augmentation.width() x
+/// options.channels` HWC byte image; returns the draw, whose `flip` says whether the row is
+/// still to be mirrored. An image already of
 /// the output shape, taken whole without colour jitter, is decoded straight into `out_hwc`
 /// (`renders_as_decoded`): rendering it would copy it unchanged. Throws `InputError`
 /// naming `item.source` when it cannot be decoded, and `UsageError` when `out_hwc` is not as
@@ -46,10 +47,8 @@ inline AugmentDraw render_row_bytes(const EncodedImage& item, const Augmentation
     decode_into(item.bytes, item.source, plan.info, out, out_hwc);
     return plan.draw;
   }
-  std::vector<std::uint8_t>& scratch = detail::thread_decode_scratch();
-  scratch.resize(plan.decoded.bytes());
-  decode_into(item.bytes, item.source, plan.info, plan.decoded, scratch);
-  render(ImageView{scratch, plan.decoded}, plan.draw, out, out_hwc);
+  const WindowView decoded = decode_planned(item, plan, detail::thread_decode_scratch());
+  render(decoded, plan.draw, out, out_hwc);
   return plan.draw;
 }
 

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <stoke/images/augment_draw.hpp>
+#include <stoke/images/detail/image_window.hpp>
 #include <stoke/images/image.hpp>
 
 namespace stoke::images::detail {
@@ -53,6 +54,27 @@ inline void axis_taps(double start, double extent, std::uint32_t count, std::uin
   }
 }
 
+/// The positions `[first, last]` of an axis of `size` that `axis_taps(start, extent, count,
+/// size, ...)` reads (as `first` or as `second`, weighted or not): from `floor` of the lowest
+/// sampling position to the one after `floor` of the highest, within the image. The same
+/// double arithmetic as `axis_taps`, so no tap falls outside.
+struct AxisSpan {
+  std::uint32_t first = 0;  ///< the first position read
+  std::uint32_t last = 0;   ///< the last position read
+};
+[[nodiscard]] inline AxisSpan axis_span(double start, double extent, std::uint32_t count,
+                                        std::uint32_t size) {
+  const double step = extent / count;
+  const double last = size - 1.0;
+  const double low = std::clamp(start, 0.0, last);
+  const double high = std::clamp(start + extent - 1.0, low, last);
+  const double lowest = std::clamp(start + 0.5 * step - 0.5, low, high);
+  const double highest = std::clamp(start + (count - 0.5) * step - 0.5, low, high);
+  const auto first = static_cast<std::uint32_t>(std::floor(lowest));
+  const auto top = static_cast<std::uint32_t>(std::floor(highest));
+  return {first, std::min(top + 1, size - 1)};
+}
+
 /// The memory a `BilinearRows` works in, kept by the calling thread between images.
 struct BilinearScratch {
   std::vector<Tap> columns;            ///< per output column, byte offsets in a source row
@@ -60,22 +82,37 @@ struct BilinearScratch {
   std::vector<std::uint32_t> buffers;  ///< two horizontally resampled source rows
 };
 
+/// The rows and columns of an image of `whole` that resampling `box` to `out` reads
+/// (`axis_span` of each axis): what a window decode must hold.
+[[nodiscard]] inline PixelWindow resampled_window(const CropBox& box, ImageShape whole,
+                                                  ImageShape out) {
+  const AxisSpan rows = axis_span(box.top, box.height, out.height, whole.height);
+  const AxisSpan columns = axis_span(box.left, box.width, out.width, whole.width);
+  return {rows.first, columns.first, rows.last - rows.first + 1, columns.last - columns.first + 1};
+}
+
 /// The rows of `box` of `source` resampled to `out`: `row(y, bytes)` writes output row `y`
 /// (`out.width * channels` bytes). A byte is the fixed-point blend
 /// `((2048 - wy) * ((2048 - wx) * p00 + wx * p01) + wy * ((2048 - wx) * p10 + wx * p11))`,
 /// exact in 32 bits, divided by 2^22 rounding half up (never outside [0, 255]). Channels 1
-/// and 3; sizes and box checked by the caller.
+/// and 3; sizes and box checked by the caller. The box is in the pixels of the whole image;
+/// the taps are computed there, then moved to the window's pixels, so a window holding every
+/// pixel the taps read (`resampled_window`) renders exactly what the whole image does.
 class BilinearRows {
  public:
   /// Prepares the taps of both axes (`scratch` must outlive this).
-  BilinearRows(ImageView source, CropBox box, ImageShape out, BilinearScratch& scratch)
-      : source_(source), out_(out), scratch_(scratch) {
-    axis_taps(box.left, box.width, out.width, source.shape.width, scratch.columns);
+  BilinearRows(WindowView window, CropBox box, ImageShape out, BilinearScratch& scratch)
+      : source_(window.pixels), out_(out), scratch_(scratch) {
+    axis_taps(box.left, box.width, out.width, window.whole.width, scratch.columns);
     for (Tap& tap : scratch.columns) {
-      tap.first *= source.shape.channels;
-      tap.second *= source.shape.channels;
+      tap.first = (tap.first - window.left) * source_.shape.channels;
+      tap.second = (tap.second - window.left) * source_.shape.channels;
     }
-    axis_taps(box.top, box.height, out.height, source.shape.height, scratch.rows);
+    axis_taps(box.top, box.height, out.height, window.whole.height, scratch.rows);
+    for (Tap& tap : scratch.rows) {
+      tap.first -= window.top;
+      tap.second -= window.top;
+    }
     values_ = std::size_t{out.width} * out.channels;
     scratch.buffers.resize(2 * values_);
   }
