@@ -10,6 +10,7 @@
 #include <span>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <stoke/learner.hpp>
@@ -368,6 +369,96 @@ TEST(Learner, CheckpointWeightsAreNamedTensors) {
                                                      std::string("optimizer.state")}));
   EXPECT_EQ(file.tensor("model.layers.0.weight").shape, (std::vector<std::size_t>{kPixels, 12}));
   std::filesystem::remove_all(dir);
+}
+
+// The pieces of the learner: the `Replica` concept, the step tail, the epoch's exchange.
+using ToyBatch = decltype(loader_for(std::declval<const ToyImages&>(), 1, 1))::batch_type;
+
+/// A replica without `finish`: not a `Replica`.
+struct ReplicaWithoutFinish {
+  using model_type = stoke::Mlp;
+  using optimizer_type = stoke::Sgd;
+  using Collective = stoke::AnyCollective;
+  static constexpr bool sums_on_host = true;
+  void begin_epoch(std::size_t);
+  void train(const ToyBatch&);
+  void reduce_and_step(float);
+  [[nodiscard]] std::vector<stoke::StepOutput> epoch_steps() const;
+  void valid(const ToyBatch&);
+  stoke::StepOutput take_valid_sums();
+  [[nodiscard]] std::span<const float> parameters() const;
+  std::vector<float> whole_optimizer_state();
+  stoke::Mlp& model();
+  stoke::Sgd& optimizer();
+};
+
+TEST(Replica, TheHostReplicaModelsItForItsModelsBatchesOnly) {
+  static_assert(stoke::Replica<stoke::detail::HostReplica<stoke::Mlp, stoke::Sgd>, ToyBatch>);
+  static_assert(!stoke::Replica<stoke::detail::HostReplica<stoke::Mlp, stoke::Sgd>, int>);
+  static_assert(!stoke::Replica<ReplicaWithoutFinish, ToyBatch>);
+}
+
+TEST(StepTail, WritesLossCountCorrectInTheKernelsOrderAndReadsThemBack) {
+  std::vector<float> tail(stoke::reduced_tail, -1.0f);
+  const stoke::StepOutput sums{.loss_sum = 2.5, .correct = 3, .count = 7};
+  stoke::detail::write_tail(tail, sums);
+  EXPECT_EQ(tail, (std::vector<float>{2.5f, 7.0f, 3.0f}));
+  const stoke::StepOutput read = stoke::detail::read_tail(tail);
+  EXPECT_EQ(read.loss_sum, 2.5);
+  EXPECT_EQ(read.count, 7u);
+  EXPECT_EQ(read.correct, 3u);
+}
+
+TEST(EpochExchange, SumsTheDevicesPartsAndNamesADivergedReplica) {
+  const std::vector<float> same{1.0f, 2.0f}, other{2.0f, 1.0f};
+  const auto summed = [](stoke::detail::EpochExchange& a, stoke::detail::EpochExchange& b) {
+    for (std::size_t i = 0; i < a.values().size(); ++i) {
+      const float sum = a.values()[i] + b.values()[i];
+      a.values()[i] = sum;
+      b.values()[i] = sum;
+    }
+  };
+  stoke::detail::EpochExchange a(2, 0, {.loss_sum = 1.0, .correct = 1, .count = 2}, 0.5, same);
+  stoke::detail::EpochExchange b(2, 1, {.loss_sum = 2.0, .correct = 2, .count = 3}, 0.25, same);
+  summed(a, b);
+  EXPECT_NO_THROW(b.check_replicas(0));
+  EXPECT_EQ(b.valid_sums().count, 5u);
+  EXPECT_EQ(b.valid_sums().correct, 3u);
+  EXPECT_EQ(b.valid_sums().loss_sum, 3.0);
+  EXPECT_EQ(b.wait_seconds(), (std::vector<double>{0.5, 0.25}));
+
+  stoke::detail::EpochExchange c(2, 0, {}, 0.0, same);
+  stoke::detail::EpochExchange d(2, 1, {}, 0.0, other);  // the same values, swapped
+  summed(c, d);
+  EXPECT_THAT([&] { c.check_replicas(4); },
+              ::testing::ThrowsMessage<stoke::Error>(::testing::HasSubstr(
+                  "the replica on device 1 diverged from device 0 in epoch 4")));
+}
+
+TEST(Learner, ShowsALiveProgressLineAfterEveryHostStepThenTheEpochLine) {
+  const ToyImages train(100), valid(50, 9);
+  std::ostringstream log;
+  ToyLearner learner(stoke::Mlp({kPixels, 12, kClasses}, 3), stoke::Sgd(0.1f, 0.9f),
+                     stoke::ConstantLr{0.1f}, Backend::devices(2),
+                     {.epochs = 1, .log = &log, .live_progress = true});
+  (void)learner.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  const std::string text = log.str();
+  EXPECT_THAT(text, ::testing::HasSubstr("\repoch 1/1 step 1/6 loss "));
+  EXPECT_THAT(text, ::testing::HasSubstr("\repoch 1/1 step 6/6 loss "));
+  EXPECT_THAT(text, ::testing::HasSubstr("\repoch 1/1: train loss "));
+}
+
+TEST(ProgressLine, OnTheDeviceShowsTwentyTimesAnEpochAndAfterTheLastStep) {
+  std::ostringstream log;
+  const stoke::LearnerOptions options{.epochs = 3, .log = &log, .live_progress = true};
+  const stoke::detail::ProgressLine line(options, 1, 101, false);
+  EXPECT_TRUE(line.due(4));
+  EXPECT_FALSE(line.due(5));
+  EXPECT_TRUE(line.due(100));
+  line.show(4, {.loss_sum = 3.0, .correct = 1, .count = 2});
+  EXPECT_EQ(log.str(), "\repoch 2/3 step 5/101 loss 1.5000   ");
+  const stoke::LearnerOptions quiet{.log = &log};
+  EXPECT_FALSE(stoke::detail::ProgressLine(quiet, 0, 10, true).due(9));
 }
 
 }  // namespace

@@ -1,12 +1,11 @@
 #pragma once
 /// @file
 /// `Learner`: data-parallel training over the devices of one backend. The training loader is
-/// split into one loader per device; each device has its own thread and model replica; the
-/// gradient sums are all-reduced through the backend's collective, and every replica takes
-/// the same optimizer step, so replicas stay identical. With one device it is plain training.
+/// split into one loader per device; each device has its own thread and model replica (a
+/// `Replica`); the gradient sums are all-reduced through the backend's collective, and every
+/// replica steps its shard of the parameters and all-gathers the others' (or, unsharded, takes
+/// the whole step), so replicas stay identical. With one device it is plain training.
 
-#include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <exception>
 #include <filesystem>
@@ -25,6 +24,12 @@
 #include <stoke/data/training_loader.hpp>
 #include <stoke/learner/checkpoint.hpp>
 #include <stoke/learner/device_train_step.hpp>
+#include <stoke/learner/fit/checkpoint_policy.hpp>
+#include <stoke/learner/fit/data_wait.hpp>
+#include <stoke/learner/fit/epoch_exchange.hpp>
+#include <stoke/learner/fit/epoch_report.hpp>
+#include <stoke/learner/fit/progress_line.hpp>
+#include <stoke/learner/fit/step_tally.hpp>
 #include <stoke/learner/metrics.hpp>
 #include <stoke/learner/optim/device_optimizer.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
@@ -33,6 +38,7 @@
 #include <stoke/learner/replica/device_replica.hpp>
 #include <stoke/learner/replica/host_replica.hpp>
 #include <stoke/learner/replica/model_parameters.hpp>
+#include <stoke/learner/replica/replica.hpp>
 #include <stoke/learner/train_step.hpp>
 
 namespace stoke {
@@ -88,9 +94,7 @@ class Learner {
   /// The devices trained on.
   [[nodiscard]] const std::vector<device_t<B>>& devices() const noexcept { return devices_; }
   /// The checkpoint file in `options.checkpoint_dir`.
-  [[nodiscard]] std::filesystem::path checkpoint_path() const {
-    return options_.checkpoint_dir / "checkpoint.safetensors";
-  }
+  [[nodiscard]] std::filesystem::path checkpoint_path() const { return checkpoints_.file(); }
 
   /// Trains on `train` and evaluates on `valid` every epoch, until `options.epochs` epochs are
   /// done. Both loaders are split over the devices (they need `Remainder::drop` or `pad`).
@@ -114,13 +118,13 @@ class Learner {
   }
 
  private:
-  /// `fit` with one `Replica` a device.
-  template <class Replica, class Train, class Valid>
+  /// `fit` with one replica of type `R` a device.
+  template <class R, class Train, class Valid>
+    requires Replica<R, typename Train::batch_type, typename Valid::batch_type>
   FitResult fit_replicas(Train train, Valid valid) {
     FitResult result;
-    FitState<Train, Valid, Replica> run;
-    if (options_.resume && !options_.checkpoint_dir.empty() &&
-        std::filesystem::exists(checkpoint_path())) {
+    FitState<Train, Valid, R> run;
+    if (checkpoints_.resumes()) {
       const Checkpoint checkpoint =
           load_checkpoint(checkpoint_path(), model_, detail::parameter_count(model_));
       detail::set_parameters<B>(model_, checkpoint.parameters);
@@ -136,18 +140,17 @@ class Learner {
       run.resumed_sums = checkpoint.progress.epoch_sums;
       result.resumed = true;
     }
-    if (!options_.checkpoint_dir.empty()) {
-      std::filesystem::create_directories(options_.checkpoint_dir);
-    }
+    checkpoints_.make_directory();
     MetricsCsv csv(options_.metrics_csv, result.resumed);
-    run.csv = &csv;
+    detail::EpochReport report(options_, csv, result.epochs);
+    run.report = &report;
     run.result = &result;
-    run.collective = make_collective<Replica>();
+    run.collective = make_collective<R>();
     run.train = split(train, devices_);
     run.valid = split(valid, devices_);
 
     // Each device thread makes its replica (binding its device) and trains it.
-    std::vector<std::optional<Replica>> replicas(devices_.size());
+    std::vector<std::optional<R>> replicas(devices_.size());
     std::vector<std::thread> threads;
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       threads.emplace_back([&, d] {
@@ -170,19 +173,17 @@ class Learner {
     return result;
   }
 
-  using Clock = std::chrono::steady_clock;
-
   /// What the device threads of one `fit` call share.
-  template <class Train, class Valid, class Replica>
+  template <class Train, class Valid, class R>
   struct FitState {
     std::size_t first_epoch = 0;
     std::size_t first_step = 0;
     StepOutput resumed_sums;
-    std::unique_ptr<typename Replica::Collective> collective;
+    std::unique_ptr<typename R::Collective> collective;
     std::vector<Train> train;
     std::vector<Valid> valid;
-    MetricsCsv* csv = nullptr;
-    FitResult* result = nullptr;  // written by device 0 only
+    detail::EpochReport* report = nullptr;  // used by device 0 only
+    FitResult* result = nullptr;            // written by device 0 only
     std::mutex error_mutex;
     std::exception_ptr error;
   };
@@ -190,9 +191,9 @@ class Learner {
   /// The collective the replicas sum through: `options.make_collective`'s or the backend's,
   /// behind `AnyCollective` for host replicas; the backend's own for device replicas, whose
   /// tensors only it can sum.
-  template <class Replica>
-  std::unique_ptr<typename Replica::Collective> make_collective() const {
-    if constexpr (Replica::sums_on_host) {
+  template <class R>
+  std::unique_ptr<typename R::Collective> make_collective() const {
+    if constexpr (R::sums_on_host) {
       return options_.make_collective
                  ? std::make_unique<AnyCollective>(options_.make_collective(devices_.size()))
                  : std::make_unique<AnyCollective>(B::make_collective(devices_));
@@ -206,167 +207,89 @@ class Learner {
     }
   }
 
-  /// Whether checkpoints are written.
-  [[nodiscard]] bool checkpointing() const noexcept {
-    return !options_.checkpoint_dir.empty() && options_.write_checkpoints;
-  }
-
-  static double seconds_since(Clock::time_point start) {
-    return std::chrono::duration<double>(Clock::now() - start).count();
-  }
-
-  /// The mean loss of a step (0 for a step without real items).
-  static float mean_loss(const StepOutput& step) {
-    return step.count > 0 ? static_cast<float>(step.loss_sum / static_cast<double>(step.count))
-                          : 0.0f;
-  }
-
-  /// The training loop of device `d`: every epoch, its batches, the all-reduce and the
-  /// optimizer step; then validation, the epoch's metrics and a checkpoint (device 0).
-  template <class R, class Replica>
-  void train_on_device(R& run, Replica& replica, std::size_t d) {
-    auto& collective = *run.collective;
-    const std::size_t devices = devices_.size();
+  /// The step loop of device `d`: every epoch, its batches, each one's step (the model's
+  /// pass, the all-reduce, the optimizer step), checkpoints and an early stop between steps;
+  /// then validation and the epoch's exchange, and device 0 reports the epoch and checkpoints.
+  template <class Train, class Valid,
+            Replica<typename Train::batch_type, typename Valid::batch_type> R>
+  void train_on_device(FitState<Train, Valid, R>& run, R& replica, std::size_t d) {
     std::size_t global_step = run.first_step;
-
     for (std::size_t epoch = run.first_epoch; epoch < options_.epochs; ++epoch) {
-      StepOutput sums = epoch == run.first_epoch ? run.resumed_sums : StepOutput{};
-      double wait = 0.0;
-      float learning_rate = schedule_(global_step);
-      const auto epoch_start = Clock::now();
       auto& loader = run.train[d];
       loader.set_epoch(epoch);  // the learner's epoch, whatever the loader did before
       const std::size_t steps = loader.layout(epoch).num_batches;
       replica.begin_epoch(steps);
-      // Device 0 brings the step sums of this epoch to the host: every step on a host
-      // replica, and at progress lines, checkpoints and the epoch's end on a device one.
-      std::size_t settled = 0;
-      const auto settle = [&] {
-        const auto& outputs = replica.epoch_steps();
-        for (; settled < outputs.size(); ++settled) {
-          sums += outputs[settled];
-          run.result->step_losses.push_back(mean_loss(outputs[settled]));
-        }
-      };
-      const std::size_t progress_every =
-          Replica::sums_on_host ? 1 : std::max<std::size_t>(1, steps / 20);
+      const StepOutput resumed = epoch == run.first_epoch ? run.resumed_sums : StepOutput{};
+      detail::StepTally tally(resumed, run.result->step_losses);  // device 0's
+      const detail::ProgressLine progress(options_, epoch, steps, R::sums_on_host);
+      detail::DataWait wait;
+      float learning_rate = schedule_(global_step);
+      const auto epoch_start = detail::LearnerClock::now();
+
       auto range = loader.iter();
-      auto waited = Clock::now();
+      wait.start();
       auto it = range.begin();
-      wait += seconds_since(waited);
-      std::size_t step_in_epoch = 0;
-      for (; it != range.end(); ++step_in_epoch) {
+      wait.stop();
+      for (std::size_t step = 0; it != range.end(); ++step) {
         learning_rate = schedule_(global_step);
         replica.train(*it);
         replica.reduce_and_step(learning_rate);
         ++global_step;
         if (d == 0) {
           run.result->global_step = global_step;
-          if (options_.live_progress && options_.log != nullptr &&
-              ((step_in_epoch + 1) % progress_every == 0 || step_in_epoch + 1 == steps)) {
-            settle();
-            *options_.log << fmt::format("\repoch {}/{} step {}/{} loss {:.4f}   ", epoch + 1,
-                                         options_.epochs, step_in_epoch + 1, steps,
-                                         sums.loss_sum / static_cast<double>(
-                                                             std::max<std::size_t>(1, sums.count)))
-                          << std::flush;
+          if (progress.due(step)) {
+            tally.settle(replica);
+            progress.show(step, tally.sums());
           }
         }
-        if (checkpointing() && options_.checkpoint_every_steps != 0 &&
-            global_step % options_.checkpoint_every_steps == 0) {
+        if (checkpoints_.due_after_step(global_step)) {
           const std::vector<float> state = replica.whole_optimizer_state();
           if (d == 0) {
-            settle();
-            checkpoint(replica, state, TrainingProgress{epoch, global_step, loader.state(), sums});
+            tally.settle(replica);
+            checkpoints_.write(replica, state,
+                               TrainingProgress{epoch, global_step, loader.state(), tally.sums()});
           }
         }
         if (options_.stop_after_steps != 0 && global_step >= options_.stop_after_steps) {
           if (d == 0) {
-            settle();
+            tally.settle(replica);
             run.result->stopped_early = true;
           }
           replica.finish();
           return;
         }
-        waited = Clock::now();
+        wait.start();
         ++it;
-        wait += seconds_since(waited);
+        wait.stop();
       }
-      if (d == 0) settle();
-      const double train_seconds = seconds_since(epoch_start);
+      if (d == 0) tally.settle(replica);
+      const double train_seconds = detail::seconds_since(epoch_start);
 
       // Validation, split over the devices too; padding is excluded by the model.
       for (auto& batch : run.valid[d].iter()) replica.valid(batch);
       const StepOutput valid_sums = replica.take_valid_sums();
-
-      // One all-reduce gathers the validation sums, every device's wait time and a checksum
-      // of every replica (slot d is device d's; the others add zeros).
-      std::vector<float> epoch_values(3 + 2 * devices, 0.0f);
-      epoch_values[0] = static_cast<float>(valid_sums.loss_sum);
-      epoch_values[1] = static_cast<float>(valid_sums.count);
-      epoch_values[2] = static_cast<float>(valid_sums.correct);
-      epoch_values[3 + d] = static_cast<float>(wait);
-      epoch_values[3 + devices + d] = checksum(replica.parameters());
-      collective.all_reduce_sum(d, std::span<float>(epoch_values));
-      for (std::size_t k = 1; k < devices; ++k) {
-        if (epoch_values[3 + devices + k] != epoch_values[3 + devices]) {
-          throw Error("stoke: Learner: the replica on device " + std::to_string(k) +
-                      " diverged from device 0 in epoch " + std::to_string(epoch));
-        }
-      }
+      detail::EpochExchange exchange(devices_.size(), d, valid_sums, wait.seconds(),
+                                     replica.parameters());
+      run.collective->all_reduce_sum(d, exchange.values());
+      exchange.check_replicas(epoch);
       const std::vector<float> state =
-          checkpointing() ? replica.whole_optimizer_state() : std::vector<float>{};
+          checkpoints_.writes() ? replica.whole_optimizer_state() : std::vector<float>{};
       if (d != 0) continue;
 
-      EpochMetrics metrics;
-      metrics.epoch = epoch;
-      const auto mean = [](double sum, std::size_t count) {
-        return count == 0 ? 0.0 : sum / static_cast<double>(count);
-      };
-      metrics.train_loss = mean(sums.loss_sum, sums.count);
-      metrics.train_accuracy = mean(static_cast<double>(sums.correct), sums.count);
-      metrics.valid_items = static_cast<std::size_t>(epoch_values[1]);
-      metrics.valid_loss = mean(epoch_values[0], metrics.valid_items);
-      metrics.valid_accuracy = mean(epoch_values[2], metrics.valid_items);
-      metrics.seconds = train_seconds;
-      metrics.samples_per_second =
-          train_seconds > 0
-              ? static_cast<double>(sums.count -
-                                    (epoch == run.first_epoch ? run.resumed_sums.count : 0)) /
-                    train_seconds
-              : 0.0;
-      metrics.learning_rate = learning_rate;
-      for (std::size_t k = 0; k < devices; ++k) metrics.wait_seconds.push_back(epoch_values[3 + k]);
-      metrics.replaced_samples = stoke::replaced_samples(loader, epoch);
-      run.result->epochs.push_back(metrics);
-      run.csv->write(metrics);
-      if (options_.log != nullptr) {
-        if (options_.live_progress) *options_.log << '\r';
-        *options_.log << describe(metrics, options_.epochs) << std::endl;
-      }
-      if (checkpointing()) {
-        checkpoint(replica, state, TrainingProgress{epoch + 1, global_step, loader.state(), {}});
+      run.report->add({.epoch = epoch,
+                       .train = tally.sums(),
+                       .trained_items = tally.sums().count - resumed.count,
+                       .seconds = train_seconds,
+                       .learning_rate = learning_rate,
+                       .valid = exchange.valid_sums(),
+                       .wait_seconds = exchange.wait_seconds(),
+                       .replaced_samples = stoke::replaced_samples(loader, epoch)});
+      if (checkpoints_.writes()) {
+        checkpoints_.write(replica, state,
+                           TrainingProgress{epoch + 1, global_step, loader.state(), {}});
       }
     }
     replica.finish();
-  }
-
-  /// A checksum of a replica's parameters (sums with position weights, so swaps count).
-  static float checksum(std::span<const float> parameters) {
-    double sum = 0.0;
-    for (std::size_t i = 0; i < parameters.size(); ++i) {
-      sum += static_cast<double>(parameters[i]) * static_cast<double>(1 + i % 97);
-    }
-    return static_cast<float>(sum);
-  }
-
-  /// Writes the checkpoint of `replica` with the whole optimizer `state` (device 0 only).
-  template <class Replica>
-  void checkpoint(Replica& replica, std::span<const float> state,
-                  const TrainingProgress& progress) const {
-    const auto parameters = replica.parameters();
-    save_checkpoint(checkpoint_path(), replica.model(), std::span<const float>(parameters), state,
-                    progress);
   }
 
   Model model_;
@@ -374,6 +297,7 @@ class Learner {
   Schedule schedule_;
   std::vector<device_t<B>> devices_;
   LearnerOptions options_;
+  detail::CheckpointPolicy checkpoints_{options_};
 };
 
 }  // namespace stoke

@@ -16,20 +16,24 @@
 #include <stoke/core/collective.hpp>
 #include <stoke/core/device_training.hpp>
 #include <stoke/learner/device_backend.hpp>
+#include <stoke/learner/device_train_step.hpp>
 #include <stoke/learner/optim/device_optimizer.hpp>
+#include <stoke/learner/replica/step_tail.hpp>
 #include <stoke/learner/train_step.hpp>
 
 namespace stoke::detail {
 
 /// The replica of device `d`: the model forked onto it, the optimizer state of its shard as
 /// device tensors (ZeRO-1 on several devices: it steps its shard, then all-gathers the
-/// parameters), and the reduced, history and validation tensors.
+/// parameters), and the reduced, history and validation tensors (a `Replica`).
 /// The item count stays on the device, so a step whose global batch is all padding still
 /// counts for Adam's bias correction here, where the host `Adam` skips it (the kernels leave
 /// the parameters and state unchanged on such a step).
 template <DeviceBackend B, class Model, DeviceOptimizer Optim>
 class DeviceReplica {
  public:
+  using model_type = Model;      ///< what it trains
+  using optimizer_type = Optim;  ///< what steps it
   /// The backend's own collective: it sums device tensors.
   using Collective = typename B::Collective;
   using Tensor = typename B::Tensor;            ///< floats on the device
@@ -73,6 +77,7 @@ class DeviceReplica {
 
   /// Enqueues the model's step on `batch`, into the reduced tensor.
   template <class BatchT>
+    requires DeviceTrainStep<Model, B, BatchT>
   void train(const BatchT& batch) {
     model_.train_step(batch, reduced_);
   }
@@ -97,14 +102,14 @@ class DeviceReplica {
     std::vector<StepOutput> out;
     out.reserve(steps_in_epoch_);
     for (std::size_t s = 0; s < steps_in_epoch_; ++s) {
-      out.push_back(StepOutput{history[3 * s], static_cast<std::size_t>(history[3 * s + 2]),
-                               static_cast<std::size_t>(history[3 * s + 1])});
+      out.push_back(read_tail(std::span(history).subspan(reduced_tail * s)));
     }
     return out;
   }
 
   /// Enqueues the evaluation of `batch`, adding to the validation sums on the device.
   template <class BatchT>
+    requires DeviceTrainStep<Model, B, BatchT>
   void valid(const BatchT& batch) {
     model_.valid_step(batch, valid_sums_);
   }
@@ -112,8 +117,7 @@ class DeviceReplica {
   StepOutput take_valid_sums() {
     const std::vector<float> sums = B::download(valid_sums_);
     valid_sums_ = B::zeros(device_, reduced_tail);
-    return StepOutput{sums[0], static_cast<std::size_t>(sums[2]),
-                      static_cast<std::size_t>(sums[1])};
+    return read_tail(sums);
   }
 
   /// The parameters, downloaded.
@@ -168,9 +172,9 @@ class DeviceReplica {
   Shard own_;
   std::uint64_t steps_taken_;
   bool has_state_ = false;
-  Tensor reduced_;             // gradient sums, loss sum, count, correct
-  Tensor history_;             // the three sums of every step of the epoch
-  Tensor valid_sums_;          // loss sum, count, correct of validation
+  Tensor reduced_;             // gradient sums, then the step's `StepTail`
+  Tensor history_;             // a `StepTail` for every step of the epoch
+  Tensor valid_sums_;          // the `StepTail` of validation
   std::vector<Tensor> state_;  // the optimizer's arrays, own shard only
   std::size_t steps_in_epoch_ = 0;
 };

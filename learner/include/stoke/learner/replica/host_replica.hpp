@@ -14,16 +14,19 @@
 #include <stoke/core/device_training.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/shard_state.hpp>
+#include <stoke/learner/replica/step_tail.hpp>
 #include <stoke/learner/train_step.hpp>
 
 namespace stoke::detail {
 
-/// The replica of device `d` of `devices`, summing through an `AnyCollective`. With an
-/// `ElementwiseOptimizer` on several devices it steps only its shard of the parameters (its
+/// The replica of device `d` of `devices`, summing through an `AnyCollective` (a `Replica`). With
+/// an `ElementwiseOptimizer` on several devices it steps only its shard of the parameters (its
 /// optimizer holds that shard's state) and all-gathers the parameters after each step.
 template <class Model, Optimizer Optim>
 class HostReplica {
  public:
+  using model_type = Model;      ///< what it trains
+  using optimizer_type = Optim;  ///< what steps it
   /// The collective the replicas share.
   using Collective = AnyCollective;
   /// Every step's sums are on the host as soon as the step returns.
@@ -56,20 +59,17 @@ class HostReplica {
 
   /// Computes the gradient sums of `batch` and its loss, count and correct sums.
   template <class BatchT>
+    requires TrainStep<Model, BatchT>
   void train(const BatchT& batch) {
     const StepOutput local = model_.train_step(batch, std::span(reduced_).first(parameters_));
-    reduced_[parameters_] = static_cast<float>(local.loss_sum);
-    reduced_[parameters_ + 1] = static_cast<float>(local.count);
-    reduced_[parameters_ + 2] = static_cast<float>(local.correct);
+    write_tail(std::span(reduced_).subspan(parameters_), local);
   }
 
   /// Sums the devices' gradients and sums, and steps the optimizer (on this replica's shard,
   /// then all-gathers) at `learning_rate` with the gradients divided by the item count.
   void reduce_and_step(float learning_rate) {
     collective_->all_reduce_sum(d_, reduced_);
-    const StepOutput step{reduced_[parameters_],
-                          static_cast<std::size_t>(reduced_[parameters_ + 2]),
-                          static_cast<std::size_t>(reduced_[parameters_ + 1])};
+    const StepOutput step = read_tail(std::span(reduced_).subspan(parameters_));
     if (step.count > 0) {
       const auto own_gradients = std::span(reduced_).subspan(own_.begin, own_.size());
       const float scale = 1.0f / static_cast<float>(step.count);
@@ -86,6 +86,7 @@ class HostReplica {
 
   /// Evaluates `batch`, adding to the validation sums.
   template <class BatchT>
+    requires ValidationStep<Model, BatchT>
   void valid(const BatchT& batch) {
     valid_ += model_.valid_step(batch);
   }
@@ -139,7 +140,7 @@ class HostReplica {
   std::size_t devices_;
   Collective* collective_;
   std::size_t parameters_;
-  std::vector<float> reduced_;  // gradient sums, loss sum, count, correct
+  std::vector<float> reduced_;  // gradient sums, then the step's `StepTail`
   Shard own_;                   // the parameters this replica's optimizer steps
   std::vector<StepOutput> steps_;
   StepOutput valid_;
