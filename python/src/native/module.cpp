@@ -1,0 +1,486 @@
+/// @file
+/// `stoke_loader._native`: stoke's multithread loader over columns of rows, for Python.
+///
+/// Lifetimes and the GIL:
+/// - a column holds a reference to its NumPy array; nanobind drops it with the GIL taken in
+///   whatever thread lets go last (a worker thread, possibly);
+/// - so every object here that may join worker threads (a loader, an epoch's iterator) is
+///   destroyed with the GIL released: a worker that drops the last reference to an array can
+///   then take it, instead of waiting forever on a thread that joins it;
+/// - batches are made, and waited for, with the GIL released;
+/// - a batch's arrays share its buffer through a capsule; the buffer goes back to stoke's pool
+///   when the batch and the last array (or DLPack consumer) over it are gone.
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#if defined(__GLIBCXX__)
+#include <cxxabi.h>
+#endif
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include <stoke/core/error.hpp>
+#include <stoke/cpu/backend.hpp>
+#include <stoke/data/batch.hpp>
+#include <stoke/data/batch_range.hpp>
+#include <stoke/data/builder.hpp>
+#include <stoke/data/multithread_loader.hpp>
+#include <stoke/data/split.hpp>
+#include <stoke/data/state.hpp>
+
+#include "rows.hpp"
+
+namespace stoke_python {
+namespace {
+
+using Loader = stoke::MultiThreadLoader<RowIndices, RowBatcher, stoke::cpu::Backend>;
+using LoaderBatch = stoke::Batch<Rows>;
+using Range = stoke::BatchRange<LoaderBatch>;
+/// A column of a batch as Python sees it: nanobind's array, with `__dlpack__` (DLPack 1.x and
+/// the legacy form), `__dlpack_device__` and the buffer protocol.
+using BatchArray = nb::ndarray<nb::array_api>;
+
+/// Takes the GIL back after `PyEval_SaveThread`. CPython before 3.14 ends a thread that takes
+/// it after the interpreter began to finalize (a daemon thread still iterating when the program
+/// exits) with `pthread_exit`, having let go of the GIL; its forced unwinding aborts the process
+/// when it reaches a `noexcept` frame or nanobind's `catch (...)`. Such a thread parks here for
+/// good instead, as CPython 3.14 makes it do.
+inline void take_gil_back(PyThreadState* state) {
+#if defined(__GLIBCXX__)
+  try {
+    PyEval_RestoreThread(state);
+  } catch (abi::__forced_unwind&) {
+    for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
+  }
+#else
+  PyEval_RestoreThread(state);
+#endif
+}
+
+/// Releases the GIL for its lifetime, like `nb::gil_scoped_release`, but takes it back with
+/// `take_gil_back`.
+class GilRelease {
+ public:
+  GilRelease() : state_(PyEval_SaveThread()) {}
+  GilRelease(const GilRelease&) = delete;
+  GilRelease& operator=(const GilRelease&) = delete;
+  ~GilRelease() { take_gil_back(state_); }
+
+ private:
+  PyThreadState* state_;
+};
+
+/// Runs `destroy` with the GIL released (see the file comment), if this thread holds it.
+template <class F>
+void without_gil(F&& destroy) {
+  if (PyGILState_Check() != 0) {
+    GilRelease release;
+    destroy();
+  } else {
+    destroy();
+  }
+}
+
+/// Share `index` of `count` (the C++ API is renaming `part` to `share`; either works).
+template <class L>
+L share_of(const L& loader, std::size_t count, std::size_t index) {
+  if (count == 0 || index >= count) {
+    throw stoke::UsageError("stoke_loader: share " + std::to_string(index) + " of " +
+                            std::to_string(count) + ": needs index < count");
+  }
+  if constexpr (requires { loader.share(count, index); }) {
+    return loader.share(count, index);
+  } else {
+    return loader.part(count, index);
+  }
+}
+
+std::string device_name(const stoke::cpu::Device& device) {
+  return "cpu:" + std::to_string(device.index);
+}
+
+/// One batch as Python sees it: a mapping of column names to arrays over the batch's buffer.
+class PyBatch {
+ public:
+  explicit PyBatch(LoaderBatch batch)
+      : batch_(std::make_shared<const LoaderBatch>(std::move(batch))) {}
+
+  /// Column `name` as an array (DLPack producer, buffer protocol) sharing the batch's memory.
+  [[nodiscard]] BatchArray get(const std::string& name) const {
+    const auto& columns = batch_->data.table->columns();
+    for (std::size_t k = 0; k < columns.size(); ++k) {
+      if (columns[k]->name() == name) return array(k);
+    }
+    throw nb::key_error(name.c_str());
+  }
+
+  [[nodiscard]] BatchArray array(std::size_t k) const {
+    const Column& column = *batch_->data.table->columns()[k];
+    std::vector<std::size_t> shape{batch_->data.rows};
+    shape.insert(shape.end(), column.row_shape().begin(), column.row_shape().end());
+    // The capsule owns a reference to the batch: its buffer lives while any array does.
+    auto* owner = new std::shared_ptr<const LoaderBatch>(batch_);
+    nb::capsule capsule(owner, [](void* p) noexcept {
+      delete static_cast<std::shared_ptr<const LoaderBatch>*>(p);
+    });
+    return BatchArray(batch_->data.column_data(k), shape.size(), shape.data(), capsule, nullptr,
+                      column.dtype(), nb::device::cpu::value);
+  }
+
+  [[nodiscard]] std::vector<std::string> keys() const {
+    std::vector<std::string> names;
+    for (const auto& column : batch_->data.table->columns()) names.push_back(column->name());
+    return names;
+  }
+  [[nodiscard]] bool contains(const std::string& name) const {
+    for (const auto& column : batch_->data.table->columns()) {
+      if (column->name() == name) return true;
+    }
+    return false;
+  }
+  [[nodiscard]] std::size_t num_columns() const { return batch_->data.table->columns().size(); }
+
+  [[nodiscard]] const LoaderBatch& batch() const noexcept { return *batch_; }
+
+  /// `Batch(epoch=0, step=3, size=64, padding=0, x=float32[64, 784], y=int64[64])`.
+  [[nodiscard]] std::string repr() const {
+    static constexpr const char* kinds[] = {"int",    "uint",    "float", "",
+                                            "bfloat", "complex", "bool"};
+    std::string out =
+        "Batch(epoch=" + std::to_string(batch_->epoch) + ", step=" + std::to_string(batch_->step) +
+        ", size=" + std::to_string(batch_->size()) + ", padding=" + std::to_string(batch_->padding);
+    for (const auto& column : batch_->data.table->columns()) {
+      const auto dtype = column->dtype();
+      out += ", " + column->name() + "=";
+      out += dtype.code < 7 ? kinds[dtype.code] : "?";
+      if (dtype.code != 6) out += std::to_string(dtype.bits);
+      out += "[" + std::to_string(batch_->size());
+      for (const std::size_t extent : column->row_shape()) out += ", " + std::to_string(extent);
+      out += "]";
+    }
+    return out + ", device=" + device_name(batch_->data.device) + ")";
+  }
+
+  /// The dataset indices of the rows, padding included.
+  [[nodiscard]] nb::ndarray<nb::numpy, std::int64_t, nb::ndim<1>> indices() const {
+    auto* values = new std::vector<std::int64_t>(batch_->indices.begin(), batch_->indices.end());
+    nb::capsule owner(values,
+                      [](void* p) noexcept { delete static_cast<std::vector<std::int64_t>*>(p); });
+    return {values->data(), {values->size()}, owner};
+  }
+
+  /// True for the rows that are real samples, false for the trailing padding.
+  [[nodiscard]] nb::ndarray<nb::numpy, bool, nb::ndim<1>> mask() const {
+    auto* values = new std::vector<std::uint8_t>(batch_->size(), 1);
+    for (std::size_t i = batch_->real_size(); i < values->size(); ++i) (*values)[i] = 0;
+    nb::capsule owner(values,
+                      [](void* p) noexcept { delete static_cast<std::vector<std::uint8_t>*>(p); });
+    return {reinterpret_cast<bool*>(values->data()), {values->size()}, owner};
+  }
+
+ private:
+  std::shared_ptr<const LoaderBatch> batch_;
+};
+
+/// One epoch's batches: `next` waits for the next batch with the GIL released.
+class PyEpoch {
+ public:
+  explicit PyEpoch(Range range) : range_(std::make_unique<Range>(std::move(range))) {}
+  PyEpoch(const PyEpoch&) = delete;
+  PyEpoch& operator=(const PyEpoch&) = delete;
+  ~PyEpoch() {
+    without_gil([this] { range_.reset(); });
+  }
+
+  /// The next batch; `StopIteration` after the last. Calls from several threads take turns.
+  PyBatch next() {
+    std::optional<LoaderBatch> batch;
+    {
+      GilRelease release;
+      std::unique_ptr<Range> finished;
+      {
+        const std::lock_guard lock(mutex_);
+        if (range_) {
+          if (!started_) {
+            started_ = true;
+            at_ = range_->begin();
+          } else {
+            ++at_;
+          }
+          if (at_ != range_->end()) {
+            batch.emplace(std::move(*at_));
+          } else {
+            finished = std::move(range_);
+          }
+        }
+      }
+      finished.reset();  // the epoch is over: let go of its workers, without the GIL
+    }
+    if (!batch) throw nb::stop_iteration();
+    return PyBatch(std::move(*batch));
+  }
+
+ private:
+  std::mutex mutex_;  ///< held while the range advances
+  std::unique_ptr<Range> range_;
+  Range::iterator at_;
+  bool started_ = false;
+};
+
+/// A loader over a table; copies made by `split` and `share` are loaders of their own.
+class PyLoader {
+ public:
+  PyLoader(const std::vector<std::shared_ptr<Column>>& columns, std::size_t batch_size,
+           bool shuffle, std::uint64_t seed, std::size_t num_workers, std::size_t queue_depth,
+           const std::string& remainder, double batch_timeout) {
+    if (columns.empty()) throw stoke::UsageError("stoke_loader: a loader needs a column");
+    const std::size_t rows = columns.front()->rows();
+    std::vector<std::shared_ptr<const Column>> table;
+    for (const auto& column : columns) {
+      if (column->rows() != rows) {
+        throw stoke::UsageError("stoke_loader: column '" + column->name() + "' has " +
+                                std::to_string(column->rows()) + " rows, column '" +
+                                columns.front()->name() + "' has " + std::to_string(rows));
+      }
+      for (const auto& other : table) {
+        if (other->name() == column->name()) {
+          throw stoke::UsageError("stoke_loader: two columns are named '" + column->name() + "'");
+        }
+      }
+      table.push_back(column);
+    }
+    const auto policy = stoke::remainder_named(remainder);
+    if (!policy) {
+      throw stoke::UsageError(
+          "stoke_loader: remainder must be \"partial\", \"drop\" or \"pad\", "
+          "not \"" +
+          remainder + "\"");
+    }
+    RowBatcher batcher{std::make_shared<const Table>(std::move(table), rows)};
+    stoke::DataLoaderBuilder<stoke::cpu::Backend, RowBatcher> builder(std::move(batcher));
+    builder.batch_size(batch_size)
+        .num_workers(num_workers)
+        .queue_depth(queue_depth)
+        .remainder(*policy);
+    builder.seed(seed);
+    if (shuffle) builder.shuffle(seed);
+    if (batch_timeout > 0) {
+      const auto ms = static_cast<std::int64_t>(batch_timeout * 1000.0 + 0.5);
+      builder.batch_timeout(std::chrono::milliseconds(ms < 1 ? 1 : ms));
+    }
+    loader_.emplace(builder.build(RowIndices{rows}));
+  }
+  explicit PyLoader(Loader loader) { loader_.emplace(std::move(loader)); }
+  PyLoader(const PyLoader&) = delete;
+  PyLoader& operator=(const PyLoader&) = delete;
+  ~PyLoader() {
+    without_gil([this] { loader_.reset(); });
+  }
+
+  /// The next epoch's batches; advances the epoch. Like every call that changes the loader,
+  /// it holds the GIL, which keeps such calls from several threads apart (it waits for no
+  /// batch: the workers begin the epoch, the consumer waits in `PyEpoch::next`).
+  std::unique_ptr<PyEpoch> iter() { return std::make_unique<PyEpoch>(loader_->iter()); }
+
+  std::vector<std::unique_ptr<PyLoader>> split(const std::vector<std::size_t>& devices) const {
+    std::vector<stoke::cpu::Device> targets;
+    for (const std::size_t index : devices) targets.push_back(stoke::cpu::Device{index});
+    std::vector<std::unique_ptr<PyLoader>> out;
+    for (Loader& share : stoke::split(*loader_, targets)) {
+      out.push_back(std::make_unique<PyLoader>(std::move(share)));
+    }
+    return out;
+  }
+
+  std::unique_ptr<PyLoader> share(std::size_t count, std::size_t index) const {
+    return std::make_unique<PyLoader>(share_of(*loader_, count, index));
+  }
+
+  [[nodiscard]] std::string state_json() const { return stoke::to_json(loader_->state()).dump(); }
+  void restore_json(const std::string& text) { loader_->restore(stoke::parse_loader_state(text)); }
+
+  [[nodiscard]] const Loader& loader() const { return *loader_; }
+  [[nodiscard]] Loader& loader() { return *loader_; }
+
+ private:
+  std::optional<Loader> loader_;
+};
+
+/// Python exception types, one per stoke error, made when the module loads.
+struct Errors {
+  PyObject* base = nullptr;
+  PyObject* usage = nullptr;
+  PyObject* state = nullptr;
+  PyObject* input = nullptr;
+  PyObject* data = nullptr;
+  PyObject* timeout = nullptr;
+};
+Errors errors;
+
+PyObject* new_error(nb::module_& m, const char* name, const char* doc, PyObject* bases) {
+  const std::string qualified = std::string("stoke_loader.") + name;
+  PyObject* type = PyErr_NewExceptionWithDoc(qualified.c_str(), doc, bases, nullptr);
+  Py_DECREF(bases);
+  if (type == nullptr) throw nb::python_error();
+  m.attr(name) = nb::handle(type);
+  return type;
+}
+
+void define_errors(nb::module_& m) {
+  errors.base = new_error(m, "StokeError", "Base of every error stoke raises.",
+                          PyTuple_Pack(1, PyExc_Exception));
+  errors.usage =
+      new_error(m, "UsageError", "Misuse of the API: an argument that breaks a call's contract.",
+                PyTuple_Pack(2, errors.base, PyExc_ValueError));
+  errors.state = new_error(m, "StateError",
+                           "A call made in a state that does not allow it (an epoch already "
+                           "begun, an iterator a later epoch replaced).",
+                           PyTuple_Pack(2, errors.usage, PyExc_RuntimeError));
+  errors.input = new_error(m, "InputError",
+                           "Bad input: a file, record, value or loader state that cannot be used.",
+                           PyTuple_Pack(2, errors.base, PyExc_ValueError));
+  errors.data = new_error(m, "DataError",
+                          "A sample failed on a worker thread; the message names the dataset "
+                          "index, epoch, step, worker and device.",
+                          PyTuple_Pack(2, errors.base, PyExc_RuntimeError));
+  errors.timeout = new_error(m, "BatchTimeoutError",
+                             "A batch not ready within the loader's batch_timeout; the message "
+                             "names the stuck worker and the dataset index.",
+                             PyTuple_Pack(2, errors.base, PyExc_TimeoutError));
+  nb::register_exception_translator([](const std::exception_ptr& error, void*) {
+    try {
+      std::rethrow_exception(error);
+    } catch (const stoke::DataError& e) {
+      PyErr_SetString(errors.data, e.what());
+    } catch (const stoke::TimeoutError& e) {
+      PyErr_SetString(errors.timeout, e.what());
+    } catch (const stoke::StateError& e) {
+      PyErr_SetString(errors.state, e.what());
+    } catch (const stoke::UsageError& e) {
+      PyErr_SetString(errors.usage, e.what());
+    } catch (const stoke::InputError& e) {
+      PyErr_SetString(errors.input, e.what());
+    } catch (const stoke::Error& e) {
+      PyErr_SetString(errors.base, e.what());
+    }
+  });
+}
+
+nb::dlpack::dtype make_dtype(std::uint8_t code, std::uint8_t bits) {
+  return nb::dlpack::dtype{code, bits, 1};
+}
+
+}  // namespace
+}  // namespace stoke_python
+
+NB_MODULE(_native, m) {
+  using namespace stoke_python;
+  m.doc() = "stoke's loaders, natively; use the stoke_loader package.";
+  define_errors(m);
+
+  nb::class_<Column>(m, "Column")
+      .def_prop_ro("name", &Column::name)
+      .def_prop_ro("rows", &Column::rows)
+      .def_prop_ro("row_shape", &Column::row_shape)
+      .def_prop_ro("row_bytes", &Column::row_bytes);
+  nb::class_<ArrayColumn, Column>(m, "ArrayColumn")
+      .def(nb::init<std::string, ArrayColumn::Array>(), nb::arg("name"), nb::arg("array"));
+  nb::class_<RecordColumn, Column>(m, "RecordColumn")
+      .def(
+          "__init__",
+          [](RecordColumn* self, std::string name, const std::string& path, std::uint8_t code,
+             std::uint8_t bits, std::vector<std::size_t> shape, bool read) {
+            new (self) RecordColumn(std::move(name), std::filesystem::path(path),
+                                    make_dtype(code, bits), std::move(shape),
+                                    read ? stoke::FileAccess::read : stoke::FileAccess::map);
+          },
+          nb::arg("name"), nb::arg("path"), nb::arg("code"), nb::arg("bits"), nb::arg("shape"),
+          nb::arg("read"));
+
+  nb::class_<PyBatch>(m, "Batch",
+                      "One batch: a mapping of column names to arrays that share the batch's "
+                      "memory (DLPack producers, zero copy into NumPy, PyTorch, JAX).")
+      .def("__getitem__", &PyBatch::get, nb::arg("name"))
+      .def("__contains__", &PyBatch::contains, nb::arg("name"))
+      .def("__len__", &PyBatch::num_columns)
+      .def("__iter__", [](const PyBatch& b) { return nb::iter(nb::cast(b.keys())); })
+      .def("keys", &PyBatch::keys)
+      .def("values",
+           [](const PyBatch& b) {
+             std::vector<BatchArray> out;
+             for (std::size_t k = 0; k < b.num_columns(); ++k) out.push_back(b.array(k));
+             return out;
+           })
+      .def("items",
+           [](const PyBatch& b) {
+             nb::list out;
+             const auto names = b.keys();
+             for (std::size_t k = 0; k < names.size(); ++k) {
+               out.append(nb::make_tuple(names[k], b.array(k)));
+             }
+             return out;
+           })
+      .def(
+          "get",
+          [](const PyBatch& b, const std::string& name, nb::object fallback) -> nb::object {
+            if (!b.contains(name)) return fallback;
+            return nb::cast(b.get(name));
+          },
+          nb::arg("name"), nb::arg("default") = nb::none())
+      .def("__repr__", &PyBatch::repr)
+      .def_prop_ro("epoch", [](const PyBatch& b) { return b.batch().epoch; })
+      .def_prop_ro("step", [](const PyBatch& b) { return b.batch().step; })
+      .def_prop_ro("padding", [](const PyBatch& b) { return b.batch().padding; })
+      .def_prop_ro("size", [](const PyBatch& b) { return b.batch().size(); })
+      .def_prop_ro("real_size", [](const PyBatch& b) { return b.batch().real_size(); })
+      .def_prop_ro("device", [](const PyBatch& b) { return device_name(b.batch().data.device); })
+      .def_prop_ro("indices", &PyBatch::indices, nb::rv_policy::automatic)
+      .def_prop_ro("mask", &PyBatch::mask, nb::rv_policy::automatic);
+
+  nb::class_<PyEpoch>(m, "Epoch", "One epoch's batches, in order.")
+      .def("__iter__", [](nb::handle self) { return self; })
+      .def("__next__", &PyEpoch::next);
+
+  nb::class_<PyLoader>(m, "Loader")
+      .def(nb::init<const std::vector<std::shared_ptr<Column>>&, std::size_t, bool, std::uint64_t,
+                    std::size_t, std::size_t, const std::string&, double>(),
+           nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"), nb::arg("seed"),
+           nb::arg("num_workers"), nb::arg("queue_depth"), nb::arg("remainder"),
+           nb::arg("batch_timeout"))
+      .def("iter", &PyLoader::iter)
+      .def("split", &PyLoader::split, nb::arg("devices"))
+      .def("share", &PyLoader::share, nb::arg("count"), nb::arg("index"))
+      .def("state_json", &PyLoader::state_json)
+      .def("restore_json", &PyLoader::restore_json, nb::arg("text"))
+      .def_prop_ro("num_batches", [](const PyLoader& l) { return l.loader().num_batches(); })
+      .def_prop_ro("num_items", [](const PyLoader& l) { return l.loader().num_items(); })
+      .def_prop_ro("num_padded", [](const PyLoader& l) { return l.loader().num_padded(); })
+      .def_prop_ro("num_dropped", [](const PyLoader& l) { return l.loader().num_dropped(); })
+      .def_prop_ro("dataset_size", [](const PyLoader& l) { return l.loader().dataset().size(); })
+      .def_prop_ro("epoch", [](const PyLoader& l) { return l.loader().epoch(); })
+      .def("set_epoch", [](PyLoader& l, std::size_t epoch) { l.loader().set_epoch(epoch); })
+      .def_prop_ro("device", [](const PyLoader& l) { return device_name(l.loader().device()); })
+      .def("set_device",
+           [](PyLoader& l, std::size_t index) { l.loader().set_device(stoke::cpu::Device{index}); })
+      .def("order", [](const PyLoader& l, std::size_t epoch) {
+        const auto order = l.loader().order(epoch);
+        std::vector<std::int64_t> out(l.loader().dataset().size());
+        for (std::size_t p = 0; p < out.size(); ++p) out[p] = static_cast<std::int64_t>(order(p));
+        return out;
+      });
+}

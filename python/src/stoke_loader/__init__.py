@@ -1,0 +1,315 @@
+"""stoke's data loaders for Python.
+
+The distribution is called ``stoke-loader`` and imports as ``stoke_loader`` (the PyPI name
+``stoke`` belongs to an unrelated PyTorch wrapper)::
+
+    import numpy as np
+    import stoke_loader as sl
+
+    loader = sl.Loader({"x": images, "y": labels}, batch_size=64, shuffle=True, seed=42,
+                       num_workers=2)
+    for batch in loader:                      # each pass is the next epoch, in a new order
+        x = np.from_dlpack(batch["x"])        # or torch.from_dlpack: no copy
+        y = np.from_dlpack(batch["y"])
+
+What stoke guarantees, in Python as in C++:
+
+- the epoch order is a pure function of (seed, epoch), and every ``for`` over the loader
+  begins the next epoch: a forgotten ``set_epoch`` cannot freeze the order;
+- ``split(devices)`` and ``share(count, index)`` give every device or rank the same number of
+  batches, disjoint, together covering the epoch; the remainder is dropped or padded (by
+  wrapping around), and every batch says how many of its rows are padding (``batch.padding``,
+  ``batch.mask``);
+- worker threads never change which sample goes where;
+- ``state_dict()`` (the loader state JSON, three numbers and what ``load_state_dict`` checks)
+  resumes an epoch exactly, also onto another number of devices or ranks.
+"""
+
+from __future__ import annotations
+
+import collections.abc as _abc
+import json as _json
+import os as _os
+from typing import Iterable, Iterator, Mapping, Sequence, Union
+
+import numpy as _np
+
+from . import _native
+from ._native import (
+    Batch,
+    BatchTimeoutError,
+    DataError,
+    InputError,
+    StateError,
+    StokeError,
+    UsageError,
+)
+
+__all__ = [
+    "Loader",
+    "Batch",
+    "Records",
+    "records",
+    "StokeError",
+    "UsageError",
+    "StateError",
+    "InputError",
+    "DataError",
+    "BatchTimeoutError",
+]
+__version__ = "0.1.0"
+
+_abc.Mapping.register(Batch)
+
+# NumPy dtype kinds and their DLPack type codes (kDLInt, kDLUInt, kDLFloat, kDLComplex, kDLBool).
+_DLPACK_CODES = {"i": 0, "u": 1, "f": 2, "c": 5, "b": 6}
+
+
+def _check_dtype(name: str, dtype: _np.dtype) -> tuple[int, int]:
+    """The DLPack (code, bits) of a column's dtype; refuses what DLPack cannot carry."""
+    dtype = _np.dtype(dtype)
+    code = _DLPACK_CODES.get(dtype.kind)
+    if code is None or dtype.fields is not None or dtype.subdtype is not None:
+        raise TypeError(
+            f"stoke_loader: column {name!r} has dtype {dtype}; stoke batches numbers "
+            "(bool, signed and unsigned integers, floats, complex)"
+        )
+    if dtype.byteorder not in ("=", "|") and dtype.byteorder != _native_byteorder():
+        raise TypeError(
+            f"stoke_loader: column {name!r} has dtype {dtype} of non-native byte order; "
+            "convert it with arr.astype(arr.dtype.newbyteorder('='))"
+        )
+    return code, dtype.itemsize * 8
+
+
+def _native_byteorder() -> str:
+    import sys
+
+    return "<" if sys.byteorder == "little" else ">"
+
+
+class Records:
+    """Fixed-size records stored back to back in a file, one row each: a column that reads the
+    file in place (memory-mapped, the default) or with ``pread`` (``access="read"``: a file
+    that shrinks while it is read raises an error naming the file and offset instead of
+    ending the process with SIGBUS). Made by :func:`records`."""
+
+    def __init__(self, path: Union[str, _os.PathLike], dtype, shape: Sequence[int] = (),
+                 access: str = "map"):
+        if access not in ("map", "read"):
+            raise ValueError(f"stoke_loader: access must be 'map' or 'read', not {access!r}")
+        self.path = _os.fspath(path)
+        self.dtype = _np.dtype(dtype)
+        self.shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in self.shape):
+            raise ValueError(f"stoke_loader: record shape {self.shape} has a negative extent")
+        self.access = access
+
+    def _column(self, name: str):
+        code, bits = _check_dtype(name, self.dtype)
+        return _native.RecordColumn(name, self.path, code, bits, list(self.shape),
+                                    self.access == "read")
+
+    def __repr__(self) -> str:
+        return (f"stoke_loader.records({self.path!r}, dtype={self.dtype}, shape={self.shape}, "
+                f"access={self.access!r})")
+
+
+def records(path: Union[str, _os.PathLike], dtype, shape: Sequence[int] = (), *,
+            access: str = "map") -> Records:
+    """A column of fixed-size records of ``dtype`` and ``shape`` read from the file ``path``.
+
+    The file holds ``n * itemsize * prod(shape)`` bytes and no header (for a ``.npy`` file,
+    pass ``numpy.load(path, mmap_mode="r")`` to the loader instead: a memory-mapped array is
+    read in place too)."""
+    return Records(path, dtype, shape, access)
+
+
+Column = Union[_np.ndarray, Records]
+
+
+def _columns(data) -> list:
+    if isinstance(data, (_np.ndarray, Records)):
+        data = {"x": data}
+    if not isinstance(data, Mapping):
+        if hasattr(data, "__dlpack__") or hasattr(data, "__array_interface__"):
+            data = {"x": data}
+        else:
+            raise TypeError(
+                "stoke_loader: a loader reads a mapping of names to arrays (or records), or one "
+                f"array; got {type(data).__name__}"
+            )
+    if not data:
+        raise ValueError("stoke_loader: a loader needs at least one column")
+    columns = []
+    for name, value in data.items():
+        if not isinstance(name, str):
+            raise TypeError(f"stoke_loader: column names are strings, not {name!r}")
+        if isinstance(value, Records):
+            columns.append(value._column(name))
+            continue
+        if isinstance(value, _np.ndarray):
+            _check_dtype(name, value.dtype)
+            if value.ndim == 0:
+                raise ValueError(
+                    f"stoke_loader: column {name!r} is a scalar; a column has rows along axis 0"
+                )
+        elif not (hasattr(value, "__dlpack__") or hasattr(value, "__array_interface__")):
+            raise TypeError(
+                f"stoke_loader: column {name!r} is a {type(value).__name__}, not an array "
+                "(NumPy, or any CPU array with __dlpack__) or stoke_loader.records(...)"
+            )
+        columns.append(_native.ArrayColumn(name, value))
+    return columns
+
+
+class Loader:
+    """Batches of rows of one or more columns, made by worker threads.
+
+    ``data`` is a mapping of names to columns (or a single column, named ``"x"``): NumPy
+    arrays (rows along axis 0, read in place: the loader keeps a reference, and does not copy
+    the array; changes to it show in later batches) or :func:`records`. Every column has the
+    same number of rows.
+
+    - ``batch_size``: rows per batch.
+    - ``shuffle`` / ``seed``: a new order every epoch, a pure function of (seed, epoch).
+    - ``num_workers``: worker threads (0: batches are made in the thread that iterates).
+    - ``queue_depth``: batches made ahead of the consumer (the bound on memory in flight).
+    - ``remainder``: ``"partial"`` (a smaller last batch), ``"drop"`` or ``"pad"`` (wrap around
+      to the start of the epoch; padded rows are the last ``batch.padding`` of a batch).
+      ``drop_last=True`` means ``remainder="drop"``. A loader that will be split needs
+      ``"drop"`` or ``"pad"``, so that every device runs the same number of steps.
+    - ``batch_timeout``: seconds the consumer waits for one batch before a
+      :class:`BatchTimeoutError` names the stuck worker (``None``: no bound; needs workers).
+
+    Iterating the loader begins the next epoch (``loader.epoch`` says which); ``len(loader)``
+    is the number of batches it will yield. The GIL is released while batches are made and
+    while the consumer waits for one.
+    """
+
+    def __init__(self, data: Union[Mapping[str, Column], Column], *, batch_size: int = 1,
+                 shuffle: bool = False, seed: int = 0, num_workers: int = 1,
+                 queue_depth: int = 2, remainder: str = "partial", drop_last: bool = False,
+                 batch_timeout: float | None = None):
+        if drop_last:
+            if remainder not in ("partial", "drop"):
+                raise ValueError("stoke_loader: drop_last=True contradicts remainder="
+                                 f"{remainder!r}")
+            remainder = "drop"
+        for name, value in (("batch_size", batch_size), ("num_workers", num_workers),
+                            ("queue_depth", queue_depth), ("seed", seed)):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise TypeError(f"stoke_loader: {name} must be a non-negative int, not {value!r}")
+        if batch_timeout is not None and batch_timeout <= 0:
+            raise ValueError("stoke_loader: batch_timeout must be positive seconds or None")
+        if batch_timeout is not None and num_workers == 0:
+            raise ValueError("stoke_loader: batch_timeout needs num_workers >= 1 (a batch made "
+                             "in the iterating thread cannot time itself out)")
+        self._native = _native.Loader(_columns(data), batch_size, bool(shuffle), seed,
+                                      num_workers, queue_depth, remainder,
+                                      0.0 if batch_timeout is None else float(batch_timeout))
+
+    @classmethod
+    def _wrap(cls, native) -> "Loader":
+        loader = cls.__new__(cls)
+        loader._native = native
+        return loader
+
+    def __iter__(self) -> Iterator[Batch]:
+        """The next epoch's batches, in order (begins the next epoch)."""
+        return self._native.iter()
+
+    def __len__(self) -> int:
+        """Batches the next epoch yields."""
+        return self._native.num_batches
+
+    @property
+    def epoch(self) -> int:
+        """The epoch the next ``for`` loads."""
+        return self._native.epoch
+
+    def set_epoch(self, epoch: int) -> None:
+        """Makes the next ``for`` load ``epoch`` from its start (the epochs after follow)."""
+        self._native.set_epoch(epoch)
+
+    @property
+    def num_items(self) -> int:
+        """Rows the next epoch yields, padding included."""
+        return self._native.num_items
+
+    @property
+    def num_padded(self) -> int:
+        """Rows of the next epoch that repeat others (``remainder="pad"``)."""
+        return self._native.num_padded
+
+    @property
+    def num_dropped(self) -> int:
+        """Samples no share reads in the next epoch (``remainder="drop"``)."""
+        return self._native.num_dropped
+
+    @property
+    def dataset_size(self) -> int:
+        """Rows in every column."""
+        return self._native.dataset_size
+
+    @property
+    def device(self) -> str:
+        """The device batches are made for (``"cpu:N"``)."""
+        return self._native.device
+
+    def split(self, devices: Union[int, Iterable[Union[int, str]]]) -> list["Loader"]:
+        """One loader per device (``devices``: a count, or CPU device indices or ``"cpu:N"``).
+
+        Device ``k`` of ``n`` takes every ``n``-th batch of the epoch, starting with batch
+        ``k``: the same number of batches each, disjoint, covering the epoch, re-drawn every
+        epoch. Iterate them in lockstep (``zip(*loaders)``)."""
+        if isinstance(devices, int):
+            indices = list(range(devices))
+        else:
+            indices = [_device_index(d) for d in devices]
+        return [Loader._wrap(native) for native in self._native.split(indices)]
+
+    def share(self, count: int, index: int) -> "Loader":
+        """Share ``index`` of ``count``: the loader of one rank of ``count`` (a
+        ``torch.distributed`` rank: ``share(world_size, rank)``), by the rule of ``split``,
+        so splitting a rank's share over its devices equals one split over all devices."""
+        return Loader._wrap(self._native.share(count, index))
+
+    def state_dict(self) -> dict:
+        """Where the loader stands: the loader state JSON (format ``stoke.loader_state.v3``)
+        as a dict. Taken inside the loop body it counts the batch being processed; a share's
+        state is that of all shares together (they run in lockstep)."""
+        return _json.loads(self._native.state_json())
+
+    def load_state_dict(self, state: Union[Mapping, str, bytes]) -> None:
+        """Resumes from ``state`` (a dict from :meth:`state_dict`, or its JSON text): the next
+        ``for`` loads the rest of that epoch, split over this loader's shares whatever their
+        number was. A state of another dataset size, seed or order raises
+        :class:`InputError` naming the mismatch."""
+        if isinstance(state, (bytes, bytearray)):
+            state = state.decode()
+        if isinstance(state, Mapping):
+            try:
+                state = _json.dumps(dict(state))
+            except (TypeError, ValueError) as error:
+                raise InputError(f"stoke_loader: loader state is not JSON: {error}") from None
+        if not isinstance(state, str):
+            raise TypeError("stoke_loader: load_state_dict takes a dict or JSON text, not "
+                            f"{type(state).__name__}")
+        self._native.restore_json(state)
+
+    def order(self, epoch: int) -> _np.ndarray:
+        """The dataset index at every position of ``epoch``'s order."""
+        return _np.asarray(self._native.order(epoch), dtype=_np.int64)
+
+    def __repr__(self) -> str:
+        return (f"stoke_loader.Loader(rows={self.dataset_size}, batches={len(self)}, "
+                f"epoch={self.epoch}, device={self.device!r})")
+
+
+def _device_index(device: Union[int, str]) -> int:
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return device
+    if isinstance(device, str) and device.startswith("cpu:") and device[4:].isdigit():
+        return int(device[4:])
+    raise ValueError(f"stoke_loader: {device!r} is not a CPU device (an index or 'cpu:N')")
