@@ -15,7 +15,7 @@ struct MyLoader {
 #ifdef STOKE_NEAR_MISS_FIXED
   MyLoader slice(std::size_t, std::size_t) const { return *this; }
 #endif
-  MyLoader part(std::size_t, std::size_t) const { return *this; }
+  MyLoader share(std::size_t, std::size_t) const { return *this; }
 };
 
 int main() {
