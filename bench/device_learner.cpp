@@ -5,7 +5,7 @@
 //   (b) through prefetch_to_device(depth): the same host batches (no loader worker) uploaded
 //       by the prefetcher while the previous steps run;
 //   (c) from vulkan::ImageBatcher with one loader worker: uint8 uploaded and normalised on
-//       the device by the worker, ahead of the step (the loader's own prefetch).
+//       the device by the worker, ahead of the step (the loader's own queue).
 // The model is SoftmaxClassifier (784 -> 10) on synthetic images, SGD; every figure is the
 // median over --repetitions one-epoch runs, (a), (b) and (c) taking turns so drift hits all.
 // It prints per variant the step time and each device's wait share, and
@@ -61,32 +61,16 @@ struct HostBatcher {
   }
 };
 
-/// Uploads a host batch's floats; the labels stay on the host.
-vk::ImageBatch to_device(vk::Stager& stager, stoke::cpu::ClassificationBatch host) {
-  const auto shape = host.inputs.shape();
-  auto staged = stager.upload(std::as_bytes(host.inputs.values()));
-  return {std::move(staged.value), std::move(host.labels), shape[0], shape[1], staged.fence};
-}
-
 /// (a): the host batch uploaded on the calling thread, waited for.
 struct UploadingBatcher {
   HostBatcher host;
   vk::ImageBatch batch(std::vector<stoke::LabeledImage> items, const vk::Device& device) const {
     thread_local std::unique_ptr<vk::Stager> stager;
     if (!stager || stager->device() != device) stager = vk::Backend::make_stager(device, 2);
-    vk::ImageBatch out = to_device(*stager, host.batch(std::move(items), device));
+    vk::ImageBatch out =
+        stoke::UploadClassification{}(*stager, host.batch(std::move(items), device)).value;
     out.ready.wait();
     return out;
-  }
-};
-
-/// (b): the prefetcher's stage.
-struct UploadStage {
-  stoke::Staged<vk::ImageBatch, vk::Fence> operator()(vk::Stager& stager,
-                                                      stoke::cpu::ClassificationBatch host) const {
-    vk::ImageBatch batch = to_device(stager, std::move(host));
-    const vk::Fence fence = batch.ready;
-    return {std::move(batch), fence};
   }
 };
 
@@ -152,7 +136,7 @@ int main(int argc, char** argv) {
                                         .shuffle(3)
                                         .drop_last()
                                         .build(train),
-                                    depth, UploadStage{}),
+                                    depth),
                                 devices, valid));
     runs[2].push_back(one_epoch(
         stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>(vk::ImageBatcher(0.3f, 0.3f))

@@ -93,7 +93,7 @@ def main():
             out += [f"## {name}", "", "```"] + body + ["```", ""]
 
     targets = [
-        ("upload_vs_plain_copy_cuda", "H2D upload through stoke's pinned staging / plain pinned cudaMemcpyAsync", ">=", 0.9),
+        ("upload_vs_staging_dma_cuda", "H2D upload from pinned memory lent to the batcher / cudaMemcpyAsync from pinned memory alone", ">=", 0.9),
         ("normalize_vs_d2d_copy", "u8 -> f32 normalise kernel bandwidth / device-to-device copy", ">=", 0.8),
         ("loader_share_with_prefetch", "loader's share of a spin-kernel step, with prefetch_to_device", "<=", 0.02),
         ("loader_share_without_prefetch", "the same without prefetch (for comparison)", None, None),

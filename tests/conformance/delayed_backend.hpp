@@ -25,6 +25,8 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/core/host_memory.hpp>
+#include <stoke/core/lent_staging.hpp>
 #include <stoke/core/staging.hpp>
 
 #include "manual_fence.hpp"
@@ -93,8 +95,32 @@ class Buffer {
   std::shared_ptr<Memory> memory_;
 };
 
+/// Host memory the copy engine reads directly: what a user's backend lends to batch storage.
+struct HostBlock {
+  std::shared_ptr<std::byte[]> bytes;
+  std::size_t size = 0;
+};
+
+/// Makes the blocks a stager lends (`stoke::MappedStagingAllocator`).
+struct HostBlocks {
+  /// `size` bytes aligned to 64.
+  [[nodiscard]] static HostBlock allocate(std::size_t size) {
+    return {std::shared_ptr<std::byte[]>(
+                pageable_memory()->allocate(size),
+                [size](std::byte* data) { pageable_memory()->free(data, size); }),
+            size};
+  }
+  /// The bytes of `block`.
+  [[nodiscard]] static std::size_t size(const HostBlock& block) noexcept { return block.size; }
+  /// The host view of `block`.
+  [[nodiscard]] static std::span<std::byte> mapped(const HostBlock& block) noexcept {
+    return {block.bytes.get(), block.size};
+  }
+};
+
 /// Uploads through `slots` staging buffers, used round robin; each copy runs on the engine
-/// thread after `Settings::delay`, in submission order.
+/// thread after `Settings::delay`, in submission order. Bytes that lie in the memory it lends
+/// (`lent_memory()`) are copied from there, with no staging buffer.
 class Stager {
  public:
   /// A stager for `device` with `slots` staging buffers and a copy engine of `settings`.
@@ -125,9 +151,26 @@ class Stager {
     return allocated_;
   }
 
-  /// Fills the next staging buffer (after its last copy) and queues its copy.
+  /// The memory it lends to batch storage (see `stoke::LendingStager`).
+  [[nodiscard]] std::shared_ptr<HostMemory> lent_memory() const noexcept { return lent_; }
+  /// Uploads that copied their bytes into a staging buffer first.
+  [[nodiscard]] std::size_t host_copies() const {
+    std::lock_guard lock(upload_mutex_);
+    return host_copies_;
+  }
+
+  /// Queues the copy of `bytes` from the lent memory they lie in, or else fills the next
+  /// staging buffer (after its last copy) and queues its copy.
   Staged<Buffer, Fence> upload(std::span<const std::byte> bytes) {
     std::lock_guard lock(upload_mutex_);
+    if (const auto where = lent_->find(bytes)) {
+      Fence fence = Fence::pending();
+      Buffer buffer(device_, bytes.size(), fence);
+      lent_->record_use(*where, fence);
+      queue(Job{bytes, buffer.memory_, fence, copies_++});
+      return Staged<Buffer, Fence>{std::move(buffer), std::move(fence)};
+    }
+    ++host_copies_;
     Slot& slot = slots_[next_slot_++ % slots_.size()];
     try {
       slot.busy.wait();       // the copy that last read this staging buffer
@@ -141,11 +184,7 @@ class Stager {
     Fence fence = Fence::pending();
     Buffer buffer(device_, bytes.size(), fence);
     slot.busy = fence;
-    {
-      std::lock_guard jobs_lock(jobs_mutex_);
-      jobs_.push_back(Job{&slot.bytes, buffer.memory_, fence, copies_++});
-    }
-    jobs_changed_.notify_all();
+    queue(Job{slot.bytes, buffer.memory_, fence, copies_++});
     return Staged<Buffer, Fence>{std::move(buffer), std::move(fence)};
   }
 
@@ -162,11 +201,20 @@ class Stager {
     bool allocated = false;
   };
   struct Job {
-    const std::vector<std::byte>* staging;
+    std::span<const std::byte> staging;
     std::shared_ptr<Buffer::Memory> target;
     Fence fence;
     std::size_t number;
   };
+
+  /// Hands `job` to the copy engine.
+  void queue(Job job) {
+    {
+      std::lock_guard jobs_lock(jobs_mutex_);
+      jobs_.push_back(std::move(job));
+    }
+    jobs_changed_.notify_all();
+  }
 
   void run() {
     for (;;) {
@@ -181,7 +229,9 @@ class Stager {
         job.fence.signal("delayed: the copy engine failed copy " + std::to_string(job.number));
         continue;
       }
-      std::memcpy(job.target->bytes.data(), job.staging->data(), job.staging->size());
+      if (!job.staging.empty()) {
+        std::memcpy(job.target->bytes.data(), job.staging.data(), job.staging.size());
+      }
       job.fence.signal();
     }
   }
@@ -193,6 +243,10 @@ class Stager {
   std::size_t next_slot_ = 0;
   std::size_t allocated_ = 0;
   std::size_t copies_ = 0;
+  std::size_t host_copies_ = 0;
+  std::shared_ptr<stoke::LentStaging<HostBlock, Fence, HostBlocks>> lent_ =
+      std::make_shared<stoke::LentStaging<HostBlock, Fence, HostBlocks>>(HostBlocks{},
+                                                                         "delayed host");
   std::mutex jobs_mutex_;
   std::condition_variable jobs_changed_;
   std::deque<Job> jobs_;

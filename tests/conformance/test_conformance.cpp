@@ -159,11 +159,14 @@ TYPED_TEST(Conformance, PrefetchingKeepsTheBatchesInFlightBounded) {
                     .queue_depth(host_window)
                     .build(IotaDataset{60});
   auto prefetched = stoke::prefetch_to_device<TypeParam>(loader, depth);
+  // Made but not taken, once everything upstream filled up (a slow step): `depth` uploads
+  // queued (none where batches pass through), plus the host window.
+  const std::size_t ahead = (TestFixture::host_memory ? 0 : depth) + host_window;
   std::size_t taken = 0;
   for (auto& batch : prefetched.iter()) {
     ++taken;
-    std::this_thread::sleep_for(3ms);  // a slow step: everything upstream fills up
-    // Made but not taken: at most `depth` uploads queued or in hand, plus the host window.
+    ASSERT_TRUE(made->wait_for_at_least(std::min<std::size_t>(taken + ahead, 30), 10s))
+        << "upstream never filled up by step " << batch.step;
     EXPECT_LE(made->load() - taken, depth + host_window) << "step " << batch.step;
     if constexpr (!TestFixture::host_memory) {
       ASSERT_NE(prefetched.stager(), nullptr);
@@ -278,6 +281,118 @@ TYPED_TEST(Conformance, HostBackendsPassBatchesThroughWithoutACopy) {
           std::is_same_v<std::remove_cvref_t<decltype(batch.data)>, typename TypeParam::Buffer>);
       EXPECT_EQ(batch.data.size(), 5u * 3 * sizeof(float));
     }
+  }
+}
+
+// No copy on the host: the stager lends its staging memory to the batcher's pool, the batcher
+// writes its rows there, and the upload is the device's copy alone. The bytes are the ones
+// the batcher wrote, blocks are reused only after their copies (the delayed backend's slow
+// engine would otherwise read rows of a later batch), and nothing is allocated after the
+// pool was reserved.
+TYPED_TEST(Conformance, BatchesAreUploadedFromWhereTheBatcherWroteThemWithoutAHostCopy) {
+  const stoke::testing::PooledRowsBatcher batcher;
+  auto loader = stoke::DataLoaderBuilder<TypeParam, stoke::testing::PooledRowsBatcher>(batcher)
+                    .batch_size(4)
+                    .num_workers(2)
+                    .queue_depth(2)
+                    .shuffle(3)
+                    .build(IotaDataset{40});
+  auto prefetched = stoke::prefetch_to_device<TypeParam>(loader, 2);
+  constexpr std::size_t batch_bytes = 4 * 3 * sizeof(float);
+  if constexpr (!TestFixture::host_memory) {
+    prefetched.reserve(batch_bytes);
+    EXPECT_EQ(batcher.pool.memory(), prefetched.stager()->lent_memory());
+  }
+  const std::size_t reserved = batcher.pool.allocations();
+  std::size_t batches = 0;
+  for (int epoch = 0; epoch < 3; ++epoch) {
+    for (auto& batch : prefetched.iter()) {
+      EXPECT_EQ(read_floats<TypeParam>(batch.data), expected_rows(batch.indices))
+          << "epoch " << epoch << " step " << batch.step;
+      if constexpr (TestFixture::host_memory) {
+        EXPECT_EQ(batch.data.values().data(), batch.data.origin) << "the batcher's own rows";
+      }
+      ++batches;
+    }
+  }
+  EXPECT_EQ(batches, 30u);
+  if constexpr (!TestFixture::host_memory) {
+    EXPECT_EQ(prefetched.stager()->host_copies(), 0u) << "an upload copied on the host";
+    EXPECT_EQ(reserved, batcher.pool.capacity()) << "reserve fills the pool";
+    EXPECT_EQ(batcher.pool.allocations(), reserved) << "allocated after the reserve";
+  }
+}
+
+// A pool of one block: every batch is written into the block the previous batch's copy reads,
+// so the batcher must wait for that copy's fence (else the delayed engine copies rows of the
+// next batch).
+TYPED_TEST(Conformance, ALentBlockIsWrittenAgainOnlyAfterItsCopysFence) {
+  stoke::testing::PooledRowsBatcher batcher;
+  batcher.pool = stoke::cpu::BufferPool(1);
+  auto loader = stoke::DataLoaderBuilder<TypeParam, stoke::testing::PooledRowsBatcher>(batcher)
+                    .batch_size(4)
+                    .num_workers(1)
+                    .build(IotaDataset{24});
+  auto prefetched = stoke::prefetch_to_device<TypeParam>(loader, 3);
+  std::vector<std::vector<float>> seen;
+  std::vector<std::vector<std::size_t>> indices;
+  std::vector<decltype(prefetched.iter().begin()->data)> held;  // every batch kept to the end
+  for (auto& batch : prefetched.iter()) {
+    indices.push_back(batch.indices);
+    held.push_back(std::move(batch.data));
+  }
+  ASSERT_EQ(held.size(), 6u);
+  for (std::size_t k = 0; k < held.size(); ++k) {
+    EXPECT_EQ(read_floats<TypeParam>(held[k]), expected_rows(indices[k])) << "batch " << k;
+  }
+  if constexpr (!TestFixture::host_memory) {
+    EXPECT_EQ(prefetched.stager()->host_copies(), 0u);
+  }
+}
+
+// One road: a labelled host batch reaches a device through prefetch_to_device's default
+// stage as the backend's DeviceImageBatch, inputs and labels on the device once `ready`
+// signalled, the inputs uploaded from where the batcher wrote them (only the labels, a
+// std::vector, are copied into staging).
+TYPED_TEST(Conformance, LabelledBatchesReachTheDeviceInputsAndLabels) {
+  if constexpr (TestFixture::host_memory) {
+    GTEST_SKIP() << "a host-memory backend passes batches through (see "
+                    "BatchesAreUploadedFromWhereTheBatcherWroteThemWithoutAHostCopy)";
+  } else {
+    const stoke::testing::LabeledRowsBatcher batcher;
+    const auto device = TestFixture::Traits::devices(2).back();
+    auto loader =
+        stoke::DataLoaderBuilder<TypeParam, stoke::testing::LabeledRowsBatcher>(batcher)
+            .batch_size(4)
+            .num_workers(2)
+            .shuffle(9)
+            .pad()
+            .device(device)
+            .build(IotaDataset{18});
+    auto prefetched = stoke::prefetch_to_device<TypeParam>(loader, 2);
+    using Data = std::remove_cvref_t<decltype(prefetched.iter().begin()->data)>;
+    static_assert(
+        std::is_same_v<Data, stoke::DeviceImageBatch<typename TypeParam::Buffer,
+                                                     typename TypeParam::Fence>>);
+    std::size_t batches = 0;
+    for (auto& batch : prefetched.iter()) {
+      const Data& data = batch.data;
+      EXPECT_TRUE(TestFixture::Traits::uploaded(data.inputs)) << "step " << batch.step;
+      EXPECT_EQ(device_of<TypeParam>(data.inputs), device);
+      EXPECT_EQ(device_of<TypeParam>(data.device_labels), device);
+      EXPECT_EQ(data.rows, batch.indices.size());
+      EXPECT_EQ(data.row_size, 3u);
+      EXPECT_EQ(read_floats<TypeParam>(data.inputs), expected_rows(batch.indices));
+      std::vector<std::int32_t> labels;
+      for (const std::size_t index : batch.indices) {
+        labels.push_back(static_cast<std::int32_t>(index % 7));
+      }
+      EXPECT_EQ(data.labels, labels);
+      EXPECT_EQ(stoke::testing::read_ints<TypeParam>(data.device_labels), labels);
+      ++batches;
+    }
+    EXPECT_EQ(batches, 5u);
+    EXPECT_EQ(prefetched.stager()->host_copies(), batches) << "one copy a batch: its labels";
   }
 }
 

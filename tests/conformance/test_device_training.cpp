@@ -32,7 +32,7 @@ using stoke::testing::float_pattern;
 using stoke::testing::reduced_values;
 
 constexpr std::size_t kParameters = 37;
-constexpr stoke::Shard kShard{5, 25};  // a device's shard [5, 25)
+constexpr stoke::ParameterShard kShard{5, 25};  // a device's parameter shard [5, 25)
 
 template <class B>
 class DeviceTraining : public ::testing::Test {
@@ -102,9 +102,15 @@ class DeviceTraining : public ::testing::Test {
     for (std::size_t i = 0; i < rows; ++i) indices[i] = 100 + i;
     stoke::cpu::Tensor<float> host_inputs({rows, features});
     std::ranges::copy(inputs, host_inputs.values().begin());
+    Tensor device_labels = B::zeros(device_, rows);
+    B::upload(device_labels, std::as_bytes(std::span(labels)));
     return std::pair{
         typename Classifier::BatchType{
-            {tensor(device_, inputs), labels, rows, features, {}}, 0, 0, padding, indices},
+            {tensor(device_, inputs), labels, rows, features, {}, std::move(device_labels)},
+            0,
+            0,
+            padding,
+            indices},
         stoke::Batch<stoke::cpu::ClassificationBatch>{
             {std::move(host_inputs), labels}, 0, 0, padding, indices}};
   }
@@ -200,7 +206,7 @@ TYPED_TEST(DeviceTraining, CollectiveAllGathersDeviceBuffersWithEvenAndUnevenSha
     for (std::size_t d = 0; d < parts; ++d) {
       threads.emplace_back([&, d] {
         std::vector<float> mine(length, -1.0f);
-        const stoke::Shard own = stoke::shard_of(length, d, parts);
+        const stoke::ParameterShard own = stoke::parameter_shard(length, d, parts);
         for (std::size_t i = own.begin; i < own.end; ++i) mine[i] = static_cast<float>(10 * d + i);
         typename B::Tensor values = TestFixture::tensor(devices[d], mine);
         collective->all_gather(d, values);
@@ -210,7 +216,7 @@ TYPED_TEST(DeviceTraining, CollectiveAllGathersDeviceBuffersWithEvenAndUnevenSha
     for (auto& thread : threads) thread.join();
     std::vector<float> expected(length);
     for (std::size_t d = 0; d < parts; ++d) {
-      const stoke::Shard shard = stoke::shard_of(length, d, parts);
+      const stoke::ParameterShard shard = stoke::parameter_shard(length, d, parts);
       for (std::size_t i = shard.begin; i < shard.end; ++i) {
         expected[i] = static_cast<float>(10 * d + i);
       }

@@ -2,7 +2,7 @@
 // loader it wraps, and its state() is where the consumer stands, not where the prefetch
 // thread got to, so a run checkpointed through prefetch resumes exactly. Checked on the
 // delayed test backend (a copy engine that finishes each upload after a delay), with and
-// without loader workers and on split parts. Labelled `loader`: TSan and ASan run it.
+// without loader workers and on split shares. Labelled `loader`: TSan and ASan run it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -102,7 +102,7 @@ TEST_P(PrefetchTraining, AfterAWholeEpochTheStateIsTheNextEpochsStart) {
   EXPECT_EQ(state.consumed, 0u);
 }
 
-TEST_P(PrefetchTraining, SplitPartsResumeOnAnotherNumberOfParts) {
+TEST_P(PrefetchTraining, SplitSharesResumeOnAnotherNumberOfShares) {
   auto loader = stoke::prefetch_to_device<delayed::Backend>(host_loader(GetParam()), 2);
   auto two = stoke::split(loader, std::vector<delayed::Device>{{0}, {1}});
   std::vector<std::size_t> seen;

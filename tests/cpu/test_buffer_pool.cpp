@@ -8,8 +8,11 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
+#include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <thread>
 #include <utility>
 #include <vector>
@@ -18,11 +21,11 @@
 
 namespace {
 
+using stoke::LabeledImage;
 using stoke::cpu::BufferPool;
 using stoke::cpu::Device;
 using stoke::cpu::HostBuffer;
 using stoke::cpu::ImageBatcher;
-using stoke::cpu::LabeledImage;
 using stoke::cpu::StackBatcher;
 using stoke::cpu::Tensor;
 
@@ -155,6 +158,103 @@ TEST(BufferPool, ServesSeveralThreadsAtOnce) {
   for (auto& thread : threads) thread.join();
   EXPECT_LE(pool.free_buffers(), 3u);
   EXPECT_GE(pool.free_buffers(), 1u);
+}
+
+/// Memory a device "reads" until the test says it is done: it counts what the pool asks of
+/// it. `wait_idle` marks the block idle (as a signalled copy would) and counts the wait.
+class DeviceReadMemory final : public stoke::HostMemory {
+ public:
+  std::byte* allocate(std::size_t bytes) override {
+    ++allocations;
+    std::byte* data = stoke::pageable_memory()->allocate(bytes);
+    busy[data] = false;
+    return data;
+  }
+  void free(std::byte* data, std::size_t bytes) noexcept override {
+    ++frees;
+    busy.erase(data);
+    stoke::pageable_memory()->free(data, bytes);
+  }
+  bool idle(const std::byte* data) const override { return !busy.at(data); }
+  void wait_idle(const std::byte* data) const override {
+    if (busy.at(data)) {
+      ++waits;
+      busy[data] = false;
+    }
+  }
+  std::string_view name() const noexcept override { return "device-read"; }
+
+  mutable std::map<const std::byte*, bool> busy;  ///< whether a device copy still reads it
+  std::size_t allocations = 0;
+  std::size_t frees = 0;
+  mutable std::size_t waits = 0;
+};
+
+TEST(BufferPool, LentMemoryServesLaterBuffersAndFreesTheBlocksItHeldBefore) {
+  const BufferPool pool(4);
+  {
+    const HostBuffer pageable = pool.acquire(64);
+  }
+  EXPECT_EQ(pool.free_buffers(), 1u);
+  const auto memory = std::make_shared<DeviceReadMemory>();
+  pool.lend(memory);
+  EXPECT_EQ(pool.memory(), memory);
+  EXPECT_EQ(pool.free_buffers(), 0u) << "the pageable block was freed";
+  const HostBuffer lent = pool.acquire(64);
+  EXPECT_EQ(lent.memory(), memory);
+  EXPECT_EQ(memory->allocations, 1u);
+  EXPECT_EQ(pool.allocations(), 2u);
+}
+
+TEST(BufferPool, HandsOutAnIdleBlockBeforeOneADeviceStillReads) {
+  const BufferPool pool(4);
+  const auto memory = std::make_shared<DeviceReadMemory>();
+  pool.lend(memory);
+  std::byte* read_by_device = nullptr;
+  std::byte* idle = nullptr;
+  {
+    const HostBuffer first = pool.acquire(64);
+    const HostBuffer second = pool.acquire(64);
+    read_by_device = first.data();
+    idle = second.data();
+    memory->busy[read_by_device] = true;  // a copy reads it after the batch was dropped
+  }
+  const HostBuffer next = pool.acquire(64);
+  EXPECT_EQ(next.data(), idle);
+  EXPECT_EQ(memory->waits, 0u);
+  EXPECT_EQ(memory->allocations, 2u);
+}
+
+TEST(BufferPool, WaitsForTheDeviceRatherThanAllocating) {
+  const BufferPool pool(4);
+  const auto memory = std::make_shared<DeviceReadMemory>();
+  pool.lend(memory);
+  std::byte* block = nullptr;
+  {
+    const HostBuffer batch = pool.acquire(64);
+    block = batch.data();
+    memory->busy[block] = true;
+  }
+  const HostBuffer next = pool.acquire(64);
+  EXPECT_EQ(next.data(), block) << "the one block, once its copy completed";
+  EXPECT_EQ(memory->waits, 1u);
+  EXPECT_EQ(memory->allocations, 1u);
+}
+
+TEST(BufferPool, ReserveFillsThePoolSoBatchesAllocateNothing) {
+  const BufferPool pool(3);
+  const auto memory = std::make_shared<DeviceReadMemory>();
+  pool.lend(memory);
+  pool.reserve(256);
+  EXPECT_EQ(pool.free_buffers(), 3u);
+  EXPECT_EQ(memory->allocations, 3u);
+  for (int round = 0; round < 5; ++round) {
+    const HostBuffer a = pool.acquire(200);
+    const HostBuffer b = pool.acquire(256);
+    const HostBuffer c = pool.acquire(129);
+  }
+  EXPECT_EQ(memory->allocations, 3u);
+  EXPECT_EQ(pool.allocations(), 3u);
 }
 
 TEST(CpuTensor, OutlivesTheBatcherAndItsPool) {

@@ -1,4 +1,4 @@
-// cuda::ImageBatcher and cuda::UploadBatcher: batches land on the device they are for, with
+// cuda::ImageBatcher: batches land on the device they are for, with
 // the values the CPU backend computes.
 #include <gtest/gtest.h>
 
@@ -54,23 +54,6 @@ TEST(CudaImageBatcher, RefusesWhatTheCpuBatcherRefuses) {
                stoke::InputError);
   EXPECT_THROW((void)stoke::cuda::ImageBatcher(0.0F, 0.0F).batch({}, stoke::cuda::Device{}),
                stoke::InputError);
-}
-
-TEST(CudaUploadBatcher, AHostBatchIsUploadedToTheDeviceItIsFor) {
-  STOKE_CUDA_REQUIRE_DEVICES(1);
-  struct Floats {
-    std::vector<float> batch(std::vector<std::size_t> items, const stoke::cpu::Device&) const {
-      return {items.begin(), items.end()};
-    }
-  };
-  const stoke::cuda::UploadBatcher<Floats> batcher(Floats{}, 2);
-  for (const auto& device : stoke::cuda::Backend::devices()) {
-    const auto batch = batcher.batch(std::vector<std::size_t>{3, 1, 4}, device);
-    EXPECT_EQ(batch.device(), device);
-    batch.ready.wait();
-    EXPECT_EQ(to_floats(stoke::cuda::Backend::make_stager(device, 1)->download(batch.values)),
-              (std::vector<float>{3, 1, 4}));
-  }
 }
 
 }  // namespace

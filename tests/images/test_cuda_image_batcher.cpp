@@ -1,4 +1,4 @@
-// images::CudaImageBatcher in loaders: the rows rendered to bytes on the host and flipped and
+// cuda::AugmentingImageBatcher in loaders: the rows rendered to bytes on the host and flipped and
 // normalised by the kernel equal images::ImageBatcher's CPU batch bit for bit, in colour and
 // grey, with colour jitter, and with bad samples replaced under the policy. Skipped, saying
 // why, without a CUDA device.
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include <stoke/cuda.hpp>
-#include <stoke/images/cuda_image_batcher.hpp>
+#include <stoke/cuda/augmenting_image_batcher.hpp>
 #include <stoke/images/image_batcher.hpp>
 #include <stoke/stoke.hpp>
 
@@ -31,15 +31,15 @@ namespace images = stoke::images;
 namespace cu = stoke::cuda;
 using Dataset = stoke::InMemoryDataset<images::EncodedImage>;
 using CpuBuilder = stoke::DataLoaderBuilder<stoke::cpu::Backend, images::ImageBatcher>;
-using CudaBuilder = stoke::DataLoaderBuilder<cu::Backend, images::CudaImageBatcher>;
+using CudaBuilder = stoke::DataLoaderBuilder<cu::Backend, cu::AugmentingImageBatcher>;
 
-TEST(CudaImageBatcher, EqualsTheCpuBatchBitForBitWithFlipsAndColourJitter) {
+TEST(CudaAugmentingImageBatcher, EqualsTheCpuBatchBitForBitWithFlipsAndColourJitter) {
   STOKE_CUDA_REQUIRE_DEVICES(1);
   const auto items = stoke::testing::jpegs(23);
   for (const bool jitter : {false, true}) {
     const images::ImageBatcher cpu = cpu_batcher(jitter);
     auto on_cpu = CpuBuilder(cpu).batch_size(5).shuffle(5).build_batch_loader(Dataset(items));
-    auto on_device = CudaBuilder(same_settings_on<images::CudaImageBatcher>(cpu))
+    auto on_device = CudaBuilder(same_settings_on<cu::AugmentingImageBatcher>(cpu))
                          .batch_size(5)
                          .shuffle(5)
                          .num_workers(2)
@@ -54,13 +54,13 @@ TEST(CudaImageBatcher, EqualsTheCpuBatchBitForBitWithFlipsAndColourJitter) {
   }
 }
 
-TEST(CudaImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
+TEST(CudaAugmentingImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
   STOKE_CUDA_REQUIRE_DEVICES(1);
   const auto items = stoke::testing::jpegs(11);
   for (const bool jitter : {false, true}) {
     const images::ImageBatcher cpu = cpu_batcher(jitter, 1);
     auto on_cpu = CpuBuilder(cpu).batch_size(4).shuffle(1).build_batch_loader(Dataset(items));
-    auto on_device = CudaBuilder(same_settings_on<images::CudaImageBatcher>(cpu))
+    auto on_device = CudaBuilder(same_settings_on<cu::AugmentingImageBatcher>(cpu))
                          .batch_size(4)
                          .shuffle(1)
                          .build_batch_loader(Dataset(items));
@@ -69,11 +69,11 @@ TEST(CudaImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
   }
 }
 
-TEST(CudaImageBatcher, ABatchLandsOnTheDeviceItIsFor) {
+TEST(CudaAugmentingImageBatcher, ABatchLandsOnTheDeviceItIsFor) {
   STOKE_CUDA_REQUIRE_DEVICES(1);
   const auto items = stoke::testing::jpegs(6);
-  const images::CudaImageBatcher batcher =
-      same_settings_on<images::CudaImageBatcher>(cpu_batcher(false));
+  const cu::AugmentingImageBatcher batcher =
+      same_settings_on<cu::AugmentingImageBatcher>(cpu_batcher(false));
   const std::vector<std::size_t> indices{0, 1, 2, 3, 4, 5};
   const stoke::SampleContext context{.seed = 1, .epoch = 0, .indices = indices};
   const stoke::detail::SampleContextScope scope(context);
@@ -90,7 +90,7 @@ TEST(CudaImageBatcher, ABatchLandsOnTheDeviceItIsFor) {
   EXPECT_EQ(empty.rows, 0U);
 }
 
-TEST(CudaImageBatcher, ABadSampleIsReplacedAsOnTheCpu) {
+TEST(CudaAugmentingImageBatcher, ABadSampleIsReplacedAsOnTheCpu) {
   STOKE_CUDA_REQUIRE_DEVICES(1);
   auto items = stoke::testing::jpegs(12);
   items[2] = stoke::testing::truncated(items[2], "bad-2.jpg");
@@ -98,7 +98,7 @@ TEST(CudaImageBatcher, ABadSampleIsReplacedAsOnTheCpu) {
   items[3].label = 9;
   images::ImageBatcher cpu = cpu_batcher(true);
   cpu.bad_samples.max_per_epoch = 2;
-  const images::CudaImageBatcher gpu = same_settings_on<images::CudaImageBatcher>(cpu);
+  const cu::AugmentingImageBatcher gpu = same_settings_on<cu::AugmentingImageBatcher>(cpu);
   auto on_cpu = CpuBuilder(cpu).batch_size(6).build_batch_loader(Dataset(items));
   auto on_device = CudaBuilder(gpu).batch_size(6).build_batch_loader(Dataset(items));
   EXPECT_EQ(expect_equal_epochs<cu::Backend>(on_cpu, on_device, "bad samples"), items.size());

@@ -1,4 +1,4 @@
-// images::VulkanImageBatcher in loaders: the rows rendered to bytes on the host and flipped and
+// vulkan::AugmentingImageBatcher in loaders: the rows rendered to bytes on the host and flipped and
 // normalised by the shader equal images::ImageBatcher's CPU batch bit for bit, in colour and
 // grey, with colour jitter, and with bad samples replaced under the policy; the validation
 // layer reports nothing.
@@ -13,7 +13,7 @@
 
 #include <stoke/images/encode.hpp>
 #include <stoke/images/image_batcher.hpp>
-#include <stoke/images/vulkan_image_batcher.hpp>
+#include <stoke/vulkan/augmenting_image_batcher.hpp>
 #include <stoke/stoke.hpp>
 #include <stoke/vulkan.hpp>
 
@@ -30,17 +30,17 @@ using stoke::testing::same_settings_on;
 
 namespace images = stoke::images;
 namespace vk = stoke::vulkan;
-using VulkanImageBatcher = stoke::testing::VulkanTest;
+using VulkanAugmentingImageBatcher = stoke::testing::VulkanTest;
 using Dataset = stoke::InMemoryDataset<images::EncodedImage>;
 using CpuBuilder = stoke::DataLoaderBuilder<stoke::cpu::Backend, images::ImageBatcher>;
-using VulkanBuilder = stoke::DataLoaderBuilder<vk::Backend, images::VulkanImageBatcher>;
+using VulkanBuilder = stoke::DataLoaderBuilder<vk::Backend, vk::AugmentingImageBatcher>;
 
-TEST_F(VulkanImageBatcher, EqualsTheCpuBatchBitForBitWithFlipsAndColourJitter) {
+TEST_F(VulkanAugmentingImageBatcher, EqualsTheCpuBatchBitForBitWithFlipsAndColourJitter) {
   const auto items = stoke::testing::jpegs(23);
   for (const bool jitter : {false, true}) {
     const images::ImageBatcher cpu = cpu_batcher(jitter);
     auto on_cpu = CpuBuilder(cpu).batch_size(5).shuffle(5).build_batch_loader(Dataset(items));
-    auto on_device = VulkanBuilder(same_settings_on<images::VulkanImageBatcher>(cpu))
+    auto on_device = VulkanBuilder(same_settings_on<vk::AugmentingImageBatcher>(cpu))
                          .batch_size(5)
                          .shuffle(5)
                          .num_workers(2)
@@ -55,12 +55,12 @@ TEST_F(VulkanImageBatcher, EqualsTheCpuBatchBitForBitWithFlipsAndColourJitter) {
   }
 }
 
-TEST_F(VulkanImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
+TEST_F(VulkanAugmentingImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
   const auto items = stoke::testing::jpegs(11);
   for (const bool jitter : {false, true}) {
     const images::ImageBatcher cpu = cpu_batcher(jitter, 1);
     auto on_cpu = CpuBuilder(cpu).batch_size(4).shuffle(1).build_batch_loader(Dataset(items));
-    auto on_device = VulkanBuilder(same_settings_on<images::VulkanImageBatcher>(cpu))
+    auto on_device = VulkanBuilder(same_settings_on<vk::AugmentingImageBatcher>(cpu))
                          .batch_size(4)
                          .shuffle(1)
                          .build_batch_loader(Dataset(items));
@@ -69,7 +69,7 @@ TEST_F(VulkanImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
   }
 }
 
-TEST_F(VulkanImageBatcher, ImagesOfTheOutputShapeDecodeStraightIntoStagingAndEqualTheCpu) {
+TEST_F(VulkanAugmentingImageBatcher, ImagesOfTheOutputShapeDecodeStraightIntoStagingAndEqualTheCpu) {
   std::vector<images::EncodedImage> items;
   for (std::uint32_t i = 0; i < 9; ++i) {
     items.push_back(
@@ -79,17 +79,17 @@ TEST_F(VulkanImageBatcher, ImagesOfTheOutputShapeDecodeStraightIntoStagingAndEqu
   images::ImageBatcher cpu = cpu_batcher(false);
   cpu.augmentation = images::resize(24, 20) | images::horizontal_flip();
   auto on_cpu = CpuBuilder(cpu).batch_size(4).shuffle(2).build_batch_loader(Dataset(items));
-  auto on_device = VulkanBuilder(same_settings_on<images::VulkanImageBatcher>(cpu))
+  auto on_device = VulkanBuilder(same_settings_on<vk::AugmentingImageBatcher>(cpu))
                        .batch_size(4)
                        .shuffle(2)
                        .build_batch_loader(Dataset(items));
   EXPECT_EQ(expect_equal_epochs<vk::Backend>(on_cpu, on_device, "decoded straight"), items.size());
 }
 
-TEST_F(VulkanImageBatcher, ABatchHasTheShapeOfTheCpuBatchOnTheDeviceItIsFor) {
+TEST_F(VulkanAugmentingImageBatcher, ABatchHasTheShapeOfTheCpuBatchOnTheDeviceItIsFor) {
   const auto items = stoke::testing::jpegs(6);
-  const images::VulkanImageBatcher batcher =
-      same_settings_on<images::VulkanImageBatcher>(cpu_batcher(false));
+  const vk::AugmentingImageBatcher batcher =
+      same_settings_on<vk::AugmentingImageBatcher>(cpu_batcher(false));
   const std::vector<std::size_t> indices{0, 1, 2, 3, 4, 5};
   const stoke::SampleContext context{.seed = 1, .epoch = 0, .indices = indices};
   const stoke::detail::SampleContextScope scope(context);
@@ -102,6 +102,11 @@ TEST_F(VulkanImageBatcher, ABatchHasTheShapeOfTheCpuBatchOnTheDeviceItIsFor) {
     EXPECT_THAT(batch.labels, ::testing::ElementsAre(0, 1, 2, 3, 4, 5));
     batch.ready.wait();
     EXPECT_TRUE(batch.ready.ready());
+    EXPECT_TRUE(batch.device_labels.written().ready()) << "ready covers the labels' upload";
+    const auto labels = vk::Backend::make_stager(device, 1)->download(batch.device_labels);
+    std::vector<std::int32_t> on_device(labels.size() / sizeof(std::int32_t));
+    std::memcpy(on_device.data(), labels.data(), labels.size());
+    EXPECT_THAT(on_device, ::testing::ElementsAre(0, 1, 2, 3, 4, 5));
   }
   const auto empty = batcher.batch({}, vk::Device{0});
   empty.ready.wait();
@@ -109,14 +114,14 @@ TEST_F(VulkanImageBatcher, ABatchHasTheShapeOfTheCpuBatchOnTheDeviceItIsFor) {
   EXPECT_EQ(empty.inputs.size(), 0U);
 }
 
-TEST_F(VulkanImageBatcher, ABadSampleIsReplacedAsOnTheCpu) {
+TEST_F(VulkanAugmentingImageBatcher, ABadSampleIsReplacedAsOnTheCpu) {
   auto items = stoke::testing::jpegs(12);
   items[2] = stoke::testing::truncated(items[2], "bad-2.jpg");
   items[3] = stoke::testing::truncated(items[3], "bad-3.jpg");
   items[3].label = 9;
   images::ImageBatcher cpu = cpu_batcher(true);
   cpu.bad_samples.max_per_epoch = 2;
-  const images::VulkanImageBatcher gpu = same_settings_on<images::VulkanImageBatcher>(cpu);
+  const vk::AugmentingImageBatcher gpu = same_settings_on<vk::AugmentingImageBatcher>(cpu);
   auto on_cpu = CpuBuilder(cpu).batch_size(6).build_batch_loader(Dataset(items));
   auto on_device = VulkanBuilder(gpu).batch_size(6).build_batch_loader(Dataset(items));
   EXPECT_EQ(expect_equal_epochs<vk::Backend>(on_cpu, on_device, "bad samples"), items.size());
@@ -130,10 +135,10 @@ TEST_F(VulkanImageBatcher, ABadSampleIsReplacedAsOnTheCpu) {
   EXPECT_EQ(logged[1].replacement, 4U);
 }
 
-TEST_F(VulkanImageBatcher, ABadSampleWithoutAPolicyEndsTheRunNamingIt) {
+TEST_F(VulkanAugmentingImageBatcher, ABadSampleWithoutAPolicyEndsTheRunNamingIt) {
   auto items = stoke::testing::jpegs(6);
   items[4] = stoke::testing::truncated(items[4], "broken-4.jpg");
-  auto loader = VulkanBuilder(same_settings_on<images::VulkanImageBatcher>(cpu_batcher(false)))
+  auto loader = VulkanBuilder(same_settings_on<vk::AugmentingImageBatcher>(cpu_batcher(false)))
                     .batch_size(3)
                     .build_batch_loader(Dataset(items));
   EXPECT_THAT(
@@ -144,16 +149,16 @@ TEST_F(VulkanImageBatcher, ABadSampleWithoutAPolicyEndsTheRunNamingIt) {
       ::testing::ThrowsMessage<stoke::DataError>(::testing::HasSubstr("broken-4.jpg")));
 }
 
-TEST_F(VulkanImageBatcher, RefusesANormalisationOfOtherChannels) {
-  images::VulkanImageBatcher batcher =
-      same_settings_on<images::VulkanImageBatcher>(cpu_batcher(false));
+TEST_F(VulkanAugmentingImageBatcher, RefusesANormalisationOfOtherChannels) {
+  vk::AugmentingImageBatcher batcher =
+      same_settings_on<vk::AugmentingImageBatcher>(cpu_batcher(false));
   batcher.decoding.channels = 1;
   const std::vector<std::size_t> indices{0};
   const stoke::SampleContext context{.seed = 1, .epoch = 0, .indices = indices};
   const stoke::detail::SampleContextScope scope(context);
   EXPECT_THAT([&] { (void)batcher.batch(stoke::testing::jpegs(1), vk::Device{0}); },
               ::testing::ThrowsMessage<stoke::UsageError>(
-                  ::testing::HasSubstr("images::VulkanImageBatcher")));
+                  ::testing::HasSubstr("vulkan::AugmentingImageBatcher")));
 }
 
 }  // namespace

@@ -103,8 +103,7 @@ TEST_F(DeviceLearnerTest, DeviceResidentTrainingThroughPrefetchFollowsOneCpuDevi
   const ToyImages train(480), valid(100, 9);
   using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, stoke::testing::HostClassification>;
   auto prefetched = stoke::prefetch_to_device<vk::Backend>(
-      HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3,
-      stoke::testing::UploadClassification{});
+      HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3);
   auto learner = device_learner(stoke::Sgd(0.1f, 0.9f));
   const auto run = learner.fit(std::move(prefetched), shader_valid_loader(valid));
   expect_follows(run, vk::Backend::download(learner.model().parameters()),

@@ -44,6 +44,14 @@ std::vector<float> floats_of(const vk::Buffer& buffer) {
   return values;
 }
 
+/// The int32 values of a buffer on a Vulkan device.
+std::vector<std::int32_t> ints_of(const vk::Buffer& buffer) {
+  const auto bytes = vk::Backend::make_stager(buffer.device(), 1)->download(buffer);
+  std::vector<std::int32_t> values(bytes.size() / sizeof(std::int32_t));
+  std::memcpy(values.data(), bytes.data(), bytes.size());
+  return values;
+}
+
 TEST_F(VulkanImageBatcher, MakesWhatTheCpuImageBatcherMakes) {
   const RandomImages images(37, 28 * 28);
   std::vector<stoke::LabeledImage> items;
@@ -59,6 +67,8 @@ TEST_F(VulkanImageBatcher, MakesWhatTheCpuImageBatcherMakes) {
   EXPECT_EQ(on_device.row_size, 28u * 28u);
   EXPECT_EQ(on_device.inputs.size(), 37u * 28 * 28 * sizeof(float));
   EXPECT_THAT(on_device.labels, ::testing::ElementsAreArray(on_host.labels));
+  EXPECT_EQ(on_device.device_labels.device(), vk::Device{1});
+  EXPECT_THAT(ints_of(on_device.device_labels), ::testing::ElementsAreArray(on_host.labels));
 
   const std::vector<float> values = floats_of(on_device.inputs);
   const auto expected = on_host.inputs.values();
@@ -105,7 +115,7 @@ TEST_F(VulkanImageBatcher, RefusesWhatTheCpuBatcherRefuses) {
                stoke::InputError);
 }
 
-TEST_F(VulkanImageBatcher, BatchesOnTheDeviceOfEachSplitPartFromWorkerThreads) {
+TEST_F(VulkanImageBatcher, BatchesOnTheDeviceOfEachSplitShareFromWorkerThreads) {
   const RandomImages images(64, 100);
   auto loader =
       stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>(vk::ImageBatcher(0.5F, 0.25F))

@@ -127,8 +127,7 @@ TEST_F(VulkanLearnerEquivalence, TwoVulkanDevicesFedThroughPrefetchFollowOneCpuD
   const stoke::Mlp model({ToyImages::kPixels, 12, ToyImages::kClasses}, 3);
   using HostBuilder = stoke::DataLoaderBuilder<vk::Backend, stoke::testing::HostClassification>;
   auto prefetched = stoke::prefetch_to_device<vk::Backend>(
-      HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3,
-      stoke::testing::UploadClassification{});
+      HostBuilder({}).batch_size(8).shuffle(5).num_workers(2).drop_last().build(train), 3);
   static_assert(stoke::TrainingLoader<decltype(prefetched)>);
   const auto vulkan_run = vulkan_run_on_two_devices(model, prefetched, valid);
 

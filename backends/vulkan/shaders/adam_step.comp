@@ -1,5 +1,5 @@
 #version 450
-// One Adam step (decoupled weight decay) on a shard of the parameters, with the gradient sums
+// One Adam step (decoupled weight decay) on a parameter shard, with the gradient sums
 // and the item count of the learner's reduced buffer, as stoke::Adam on the host:
 //   m = b1 m + (1 - b1) g; v = b2 v + (1 - b2) g^2;
 //   p = p (1 - lr wd) - lr (m / c1) / (sqrt(v) / rc2 + eps).

@@ -1,5 +1,5 @@
 #version 450
-// One SGD step (heavy-ball momentum, L2 weight decay) on a shard of the parameters, with the
+// One SGD step (heavy-ball momentum, L2 weight decay) on a parameter shard, with the
 // gradient sums and the item count of the learner's reduced buffer:
 //   g = reduced[i] * (1 / count); v = momentum v + (g + weight_decay p); p -= lr v.
 // With a count of zero nothing changes. Invocation 0 also copies the step's three sums into

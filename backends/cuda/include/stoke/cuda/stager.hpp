@@ -3,6 +3,7 @@
 /// `cuda::Stager`: uploads host bytes to one device through a bounded pool of recycled pinned
 /// staging buffers; every copy runs on the device's copy stream and is fenced by an event.
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -15,10 +16,12 @@
 
 #include <cuda_runtime_api.h>
 
-#include <stoke/core/detail/staging_slots.hpp>
 #include <stoke/core/device.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/host_memory.hpp>
+#include <stoke/core/lent_staging.hpp>
 #include <stoke/core/staging.hpp>
+#include <stoke/core/staging_slots.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
@@ -68,19 +71,39 @@ struct PinnedStaging {
   [[nodiscard]] static std::size_t size(const PinnedMemory& memory) noexcept {
     return memory.bytes().size();
   }
+  /// The host view of `memory`.
+  [[nodiscard]] static std::span<std::byte> mapped(const PinnedMemory& memory) noexcept {
+    return memory.bytes();
+  }
+};
+
+/// Makes the pinned memory a stager lends to host batch storage, with `device` current, so
+/// that a loader's worker thread never touches another device's context.
+struct LentPinned : PinnedStaging {
+  Device device;  ///< the stager's device
+  /// `size` pinned bytes, allocated with `device` current.
+  [[nodiscard]] PinnedMemory allocate(std::size_t size) const {
+    const DeviceGuard guard(device);
+    return PinnedMemory(size);
+  }
 };
 }  // namespace detail
 
-/// Copies host bytes to a device and back. Models the stager of `stoke::StagingBackend`: an
-/// upload fills a free pinned staging buffer, queues the copy into a new device buffer on the
-/// device's copy stream, and returns at once with the copy's fence. A staging buffer is
-/// refilled only after the fence of its last copy has signalled; with all `capacity()` of
-/// them in flight an upload waits for the oldest. Thread-safe.
+/// Copies host bytes to a device and back. Models the stager of `stoke::StagingBackend`:
+/// bytes that lie in the pinned memory it lends (`lent_memory()`, which a loader's buffer
+/// pool writes batches into) are copied by the DMA engine alone; other bytes first fill a
+/// free pinned staging buffer. Either way the copy into a new device buffer is queued on the
+/// device's copy stream and the upload returns at once with the copy's fence. Pinned memory
+/// (lent or not) is written again only after the fence of its last copy has signalled; with
+/// all `capacity()` staging buffers in flight an upload of bytes from elsewhere waits for
+/// the oldest. Thread-safe.
 class Stager {
  public:
   /// A stager for `device` with at most `slots` (at least 1) staging buffers.
   Stager(const Device& device, std::size_t slots)
-      : context_(detail::DeviceContext::of(device)), slots_(slots, detail::PinnedStaging{}) {}
+      : context_(detail::DeviceContext::of(device)),
+        slots_(slots, detail::PinnedStaging{}),
+        lent_(shared_lent_memory(device)) {}
   Stager(const Stager&) = delete;
   Stager& operator=(const Stager&) = delete;
   /// Waits for the copies that still read its staging buffers, then frees them.
@@ -105,9 +128,31 @@ class Stager {
     slots_.reserve(bytes);
   }
 
+  /// The pinned memory this stager lends to host batch storage: bytes `upload` finds there
+  /// are copied by the DMA engine alone, with no host copy. Pinned memory serves every
+  /// device, so all stagers of the process share it (a batcher's pool lent to one device's
+  /// stager feeds the others without a copy too).
+  [[nodiscard]] std::shared_ptr<HostMemory> lent_memory() const noexcept { return lent_; }
+  /// Blocks of lent memory made so far.
+  [[nodiscard]] std::size_t lent_allocations() const { return lent_->allocations(); }
+  /// Uploads that first copied their bytes on the host (they did not lie in lent memory).
+  [[nodiscard]] std::size_t host_copies() const noexcept { return host_copies_.load(); }
+
   /// Starts copying `bytes` into a new device buffer; returns it with the copy's fence,
-  /// without waiting. `bytes` may be reused as soon as this returns.
+  /// without waiting. Bytes in lent memory are copied from there and must stay as they are
+  /// until the fence (the lending pool sees to it); others may be reused at once.
   Staged<Buffer, Fence> upload(std::span<const std::byte> bytes) {
+    if (const auto where = lent_->find(bytes)) {
+      const DeviceGuard guard(device());
+      Buffer target(context_, bytes.size());
+      STOKE_CUDA_CHECK(cudaMemcpyAsync(target.data(), bytes.data(), bytes.size(),
+                                       cudaMemcpyHostToDevice, context_->copy_stream()));
+      Fence fence(device(), context_->copy_stream());
+      target.mark_written(fence);
+      lent_->record_use(*where, fence);
+      return Staged<Buffer, Fence>{std::move(target), std::move(fence)};
+    }
+    host_copies_.fetch_add(1, std::memory_order_relaxed);
     return upload_with(bytes.size(), [&](std::span<std::byte> staging) {
       if (!bytes.empty()) std::memcpy(staging.data(), bytes.data(), bytes.size());
     });
@@ -185,9 +230,28 @@ class Stager {
     }
   }
 
+  /// The pinned memory lent to batch storage.
+  using Lent = stoke::LentStaging<PinnedMemory, Fence, detail::LentPinned>;
+
+  /// The process's lent pinned memory while any stager or pool holds it, else new memory
+  /// allocated with `device` current.
+  static std::shared_ptr<Lent> shared_lent_memory(const Device& device) {
+    static std::mutex mutex;
+    static std::weak_ptr<Lent> shared;
+    const std::lock_guard lock(mutex);
+    std::shared_ptr<Lent> lent = shared.lock();
+    if (!lent) {
+      lent = std::make_shared<Lent>(detail::LentPinned{{}, device}, "pinned");
+      shared = lent;
+    }
+    return lent;
+  }
+
   std::shared_ptr<detail::DeviceContext> context_;
   /// The pinned staging buffers, recycled once their copies' fences have signalled.
-  stoke::detail::StagingSlots<PinnedMemory, Fence, detail::PinnedStaging> slots_;
+  stoke::StagingSlots<PinnedMemory, Fence, detail::PinnedStaging> slots_;
+  std::shared_ptr<Lent> lent_;
+  std::atomic<std::size_t> host_copies_{0};
 };
 
 namespace detail {

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/image_batch_checks.hpp>
 #include <stoke/data/device_image_batch.hpp>
+#include <stoke/data/image_batch_checks.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/context.hpp>
@@ -77,13 +77,14 @@ using ImageBatcherResources = DeviceResources<NormalizePipeline>;
 /// Batches `LabeledImage`s into an `ImageBatch` on the requested Vulkan device: the pixel
 /// bytes are gathered into a staging buffer, copied to the device, and turned into floats
 /// `(b / 255 - mean) / std` by the `normalize_u8` compute shader, so four times fewer bytes
-/// cross to the device than for a host-normalised batch. `batch` returns once the work is
-/// submitted; the batch's `ready` fence signals when it is done.
+/// cross to the device than for a host-normalised batch; the labels are uploaded too.
+/// `batch` returns once the work is submitted; the batch's `ready` fence signals when it is
+/// done.
 ///
 /// It refuses what `cpu::ImageBatcher` refuses, with the same `InputError`s: images
 /// of a different pixel count than the first, labels above `INT32_MAX`, a `std` that is zero
 /// or not finite. Copies share the per-device stagers and pipelines; thread-safe.
-class ImageBatcher : public stoke::detail::ByteImageNormalization {
+class ImageBatcher : public stoke::ByteImageNormalization {
  public:
   /// Normalises with `mean` and `std`, staging through `staging_slots` buffers per device.
   explicit ImageBatcher(float mean = 0.0F, float std = 1.0F, std::size_t staging_slots = 4)
@@ -92,15 +93,16 @@ class ImageBatcher : public stoke::detail::ByteImageNormalization {
 
   /// The batch of `items`, on `device`.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
-    stoke::detail::ImageRows rows = checked_rows("vulkan::ImageBatcher", items);
+    stoke::ImageRows rows = checked_rows("vulkan::ImageBatcher", items);
     const std::size_t count = rows.rows * rows.pixels;
     const detail::ImageBatcherResources::PerDevice resources = resources_->of(device);
-    auto bytes = stoke::detail::upload_image_rows(*resources.stager, items, rows);
+    auto bytes = stoke::upload_image_rows(*resources.stager, items, rows);
+    auto labels = resources.stager->upload(std::as_bytes(std::span(rows.labels)));
     Buffer inputs(resources.context, count * sizeof(float));
-    Fence ready = resources.pipeline->run(bytes.value, inputs, count, mean(), std(),
-                                          std::span(&bytes.fence, 1));
-    return ImageBatch{std::move(inputs), std::move(rows.labels), rows.rows, rows.pixels,
-                      std::move(ready)};
+    const Fence uploads[] = {bytes.fence, labels.fence};
+    Fence ready = resources.pipeline->run(bytes.value, inputs, count, mean(), std(), uploads);
+    return ImageBatch{std::move(inputs), std::move(rows.labels), rows.rows,
+                      rows.pixels,       std::move(ready),       std::move(labels.value)};
   }
 
  private:

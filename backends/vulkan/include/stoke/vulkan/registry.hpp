@@ -11,8 +11,8 @@
 #include <unordered_map>
 #include <vector>
 
-#include <stoke/core/detail/env.hpp>
 #include <stoke/core/device.hpp>
+#include <stoke/core/env.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/vulkan/context.hpp>
 #include <stoke/vulkan/device.hpp>
@@ -107,7 +107,7 @@ namespace stoke::vulkan {
 [[nodiscard]] inline std::size_t visible_device_count() {
   const std::size_t physical = detail::Registry::get().physical_devices().size();
   if (physical == 0) return 0;
-  if (const auto env = stoke::detail::env_count("STOKE_VULKAN_DEVICES")) return *env;
+  if (const auto env = stoke::env_count("STOKE_VULKAN_DEVICES")) return *env;
   return physical == 1 ? 2 : physical;
 }
 

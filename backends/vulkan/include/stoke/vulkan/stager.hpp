@@ -3,6 +3,7 @@
 /// `vulkan::Stager`: uploads host bytes to one device through a bounded pool of recycled
 /// staging buffers; every copy is a queue submission fenced by the timeline semaphore.
 
+#include <atomic>
 #include <cstddef>
 #include <cstring>
 #include <memory>
@@ -13,10 +14,12 @@
 
 #include <vulkan/vulkan_core.h>
 
-#include <stoke/core/detail/staging_slots.hpp>
 #include <stoke/core/device.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/host_memory.hpp>
+#include <stoke/core/lent_staging.hpp>
 #include <stoke/core/staging.hpp>
+#include <stoke/core/staging_slots.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/context.hpp>
 #include <stoke/vulkan/device.hpp>
@@ -43,19 +46,27 @@ struct StagingMemory {
   }
   /// The bytes of `buffer`.
   [[nodiscard]] static std::size_t size(const Buffer& buffer) noexcept { return buffer.size(); }
+  /// The host view of `buffer`'s bytes.
+  [[nodiscard]] static std::span<std::byte> mapped(const Buffer& buffer) noexcept {
+    return buffer.mapped();
+  }
 };
 }  // namespace detail
 
 /// Copies host bytes to a device and back. Models the stager of `stoke::StagingBackend`:
-/// an upload fills a free staging buffer (host-visible memory), submits a copy from it into
-/// device memory, and returns at once with the copy's fence. A staging buffer is reused only
-/// after the fence of its last copy has signalled; with all `capacity()` buffers in flight an
-/// upload waits for the oldest one. Thread-safe.
+/// bytes that lie in the host-visible memory it lends (`lent_memory()`, which a loader's
+/// buffer pool writes batches into) are copied to device memory by the queue alone; other
+/// bytes first fill a free staging buffer. Either way the upload returns at once with the
+/// copy's fence. A staging buffer (lent or not) is written again only after the fence of its
+/// last copy has signalled; with all `capacity()` staging buffers in flight an upload of
+/// bytes from elsewhere waits for the oldest one. Thread-safe.
 class Stager {
  public:
   /// A stager for `context`'s device with at most `slots` (at least 1) staging buffers.
   Stager(std::shared_ptr<Context> context, std::size_t slots)
-      : context_(std::move(context)), slots_(slots, detail::StagingMemory{context_}) {}
+      : context_(std::move(context)),
+        slots_(slots, detail::StagingMemory{context_}),
+        lent_(std::make_shared<Lent>(detail::StagingMemory{context_}, "host-visible")) {}
   Stager(const Stager&) = delete;
   Stager& operator=(const Stager&) = delete;
   /// Staging buffers still read by a copy are freed by their context when it completes.
@@ -68,10 +79,26 @@ class Stager {
   /// The staging buffers allocated now (at most `capacity()`).
   [[nodiscard]] std::size_t staging_buffers() const { return slots_.allocated(); }
 
+  /// The host-visible memory this stager lends to host batch storage: bytes `upload` finds
+  /// there are copied by the queue alone, with no host copy.
+  [[nodiscard]] std::shared_ptr<HostMemory> lent_memory() const noexcept { return lent_; }
+  /// Blocks of lent memory made so far.
+  [[nodiscard]] std::size_t lent_allocations() const { return lent_->allocations(); }
+  /// Uploads that first copied their bytes on the host (they did not lie in lent memory).
+  [[nodiscard]] std::size_t host_copies() const noexcept { return host_copies_.load(); }
+
   /// Starts copying `bytes` into a new device buffer, after the fences in `after` (of this
-  /// device); returns the buffer and the copy's fence without waiting for it.
+  /// device); returns the buffer and the copy's fence without waiting for it. Bytes in lent
+  /// memory are copied from there; others go through a staging buffer.
   Staged<Buffer, Fence> upload(std::span<const std::byte> bytes,
                                std::span<const Fence> after = {}) {
+    if (const auto where = lent_->find(bytes)) {
+      Buffer target(context_, bytes.size());
+      const Fence fence = copy(*where->memory, where->offset, target, bytes.size(), after);
+      lent_->record_use(*where, fence);
+      return Staged<Buffer, Fence>{std::move(target), fence};
+    }
+    host_copies_.fetch_add(1, std::memory_order_relaxed);
     return upload_with(bytes.size(), detail::CopyBytes{bytes}, after);
   }
 
@@ -128,7 +155,7 @@ class Stager {
 
  private:
   /// The staging buffers, recycled once their copies' fences have signalled.
-  using Slots = stoke::detail::StagingSlots<Buffer, Fence, detail::StagingMemory>;
+  using Slots = stoke::StagingSlots<Buffer, Fence, detail::StagingMemory>;
 
   /// Throws `UsageError` unless `buffer` lives on this stager's device context.
   void check_device(const Buffer& buffer) const {
@@ -149,23 +176,36 @@ class Stager {
     auto slot = slots_.claim(size);
     Buffer& staging = slot.memory();
     fill(staging.mapped().first(size));
+    const Fence fence = copy(staging, 0, target, size, after);
+    slot.busy_until(fence);
+    return fence;
+  }
+
+  /// Submits the copy of `size` bytes from `offset` in `staging` to the start of `target`,
+  /// after `after` and after the earlier work on `target`; returns its fence.
+  Fence copy(const Buffer& staging, std::size_t offset, Buffer& target, std::size_t size,
+             std::span<const Fence> after) {
     std::vector<Fence> waits(after.begin(), after.end());
     waits.push_back(target.used());  // overwrite only after the buffer's earlier work
     const Fence fence = context_->submit(
         [&](VkCommandBuffer commands) {
           if (size == 0) return;
-          const VkBufferCopy region{0, 0, size};
+          const VkBufferCopy region{offset, 0, size};
           vkCmdCopyBuffer(commands, staging.handle(), target.handle(), 1, &region);
         },
         waits);
     staging.mark_used(fence);
-    slot.busy_until(fence);
     target.mark_written(fence);
     return fence;
   }
 
+  /// The host-visible memory lent to batch storage.
+  using Lent = stoke::LentStaging<Buffer, Fence, detail::StagingMemory>;
+
   std::shared_ptr<Context> context_;
   Slots slots_;
+  std::shared_ptr<Lent> lent_;
+  std::atomic<std::size_t> host_copies_{0};
 };
 
 }  // namespace stoke::vulkan

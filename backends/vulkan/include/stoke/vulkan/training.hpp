@@ -115,7 +115,8 @@ struct Operations {
     return stoke::detail::floats_of(TrainingKernels::of(tensor.device()).stager().download(tensor));
   }
 
-  /// One SGD step on a shard (see `OptimizerStepShape`); `velocity` holds the shard's state.
+  /// One SGD step on a parameter shard (see `OptimizerStepShape`); `velocity` holds the parameter
+  /// shard's state.
   static void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
                        Buffer& parameters, Buffer& velocity, const Buffer& reduced,
                        Buffer& history) {
@@ -131,8 +132,8 @@ struct Operations {
         .sgd.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
   }
 
-  /// One Adam step on a shard (see `OptimizerStepShape`); `first` and `second` hold the
-  /// shard's moments.
+  /// One Adam step on a parameter shard (see `OptimizerStepShape`); `first` and `second` hold the
+  /// parameter shard's moments.
   static void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
                         Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
                         Buffer& history) {

@@ -4,6 +4,7 @@
 /// `DeviceBackend` (a `DeviceTrainStep`), with `Mlp({features, classes})`'s parameter layout,
 /// so the host `Mlp` is its reference and its checkpoints load in either.
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -21,13 +22,15 @@
 namespace stoke {
 
 /// Logits `x W + b` and softmax cross-entropy, on one device of backend `B`, for batches of
-/// `Data` (a device batch: `inputs`, a `B::Tensor` of `rows x row_size` floats, and host
-/// `labels`, such as `vulkan::ImageBatch` or `cuda::ImageBatch`).
+/// `Data` (a device batch: `inputs`, a `B::Tensor` of `rows x row_size` floats, host
+/// `labels` and, optionally, `device_labels`, the same as int32 on the device: a
+/// `DeviceImageBatch` such as `vulkan::ImageBatch` or `cuda::ImageBatch`).
 ///
 /// The parameters are one tensor: `W` as a `features x classes` row-major matrix, then the
-/// `classes` biases (`Mlp({features, classes})`'s layout). A step uploads the batch's labels
-/// (after checking them on the host) and enqueues the forward and backward kernels; nothing
-/// waits. One replica runs one step at a time (it reuses its scratch tensors).
+/// `classes` biases (`Mlp({features, classes})`'s layout). A step checks the batch's labels on
+/// the host and enqueues the forward and backward kernels on its `device_labels`; nothing
+/// waits and nothing is uploaded (a `Data` without `device_labels` has its labels uploaded
+/// by the step). One replica runs one step at a time (it reuses its scratch tensors).
 template <DeviceBackend B, class Data>
 class SoftmaxClassifier {
  public:
@@ -90,7 +93,8 @@ class SoftmaxClassifier {
   /// items, then their loss sum, count and correct count (see `DeviceTrainStep`).
   void train_step(const BatchType& batch, Tensor& reduced) {
     const SoftmaxShape shape = prepare(batch);
-    B::softmax_forward(shape, batch.data.inputs, labels_, parameters_, dlogits_, item_stats_);
+    B::softmax_forward(shape, batch.data.inputs, labels_of(batch.data), parameters_, dlogits_,
+                       item_stats_);
     B::softmax_gradients(shape, batch.data.inputs, dlogits_, item_stats_, reduced);
   }
 
@@ -98,12 +102,28 @@ class SoftmaxClassifier {
   /// three floats of `sums`.
   void valid_step(const BatchType& batch, Tensor& sums) {
     const SoftmaxShape shape = prepare(batch);
-    B::softmax_forward(shape, batch.data.inputs, labels_, parameters_, dlogits_, item_stats_);
+    B::softmax_forward(shape, batch.data.inputs, labels_of(batch.data), parameters_, dlogits_,
+                       item_stats_);
     B::add_softmax_sums(shape, item_stats_, sums);
   }
 
  private:
-  /// Checks `batch` against the model, uploads its labels and sizes the scratch tensors.
+  /// Whether `Data` carries its labels on the device.
+  static constexpr bool labels_on_device = requires(const Data& data) {
+    { data.device_labels } -> std::convertible_to<const Tensor&>;
+  };
+
+  /// The labels the kernels read: the batch's own on the device, or the uploaded copy.
+  const Tensor& labels_of(const Data& data) const {
+    if constexpr (labels_on_device) {
+      return data.device_labels;
+    } else {
+      return labels_;
+    }
+  }
+
+  /// Checks `batch` against the model, sizes the scratch tensors and, where the batch has no
+  /// labels on the device, uploads them.
   SoftmaxShape prepare(const BatchType& batch) {
     const Data& data = batch.data;
     if (batch.padding > batch.size() || data.rows != batch.size() ||
@@ -127,10 +147,18 @@ class SoftmaxClassifier {
                          ") is outside [0, " + std::to_string(classes_) + ")");
       }
     }
-    grow(labels_, data.rows);
+    if constexpr (labels_on_device) {
+      if (capacity(data.device_labels) < data.rows) {
+        throw UsageError("stoke: SoftmaxClassifier: the batch's device labels hold " +
+                         std::to_string(capacity(data.device_labels)) + " of its " +
+                         std::to_string(data.rows) + " rows");
+      }
+    } else {
+      grow(labels_, data.rows);
+      B::upload(labels_, std::as_bytes(std::span(data.labels)));
+    }
     grow(dlogits_, data.rows * classes_);
     grow(item_stats_, data.rows * 2);
-    B::upload(labels_, std::as_bytes(std::span(data.labels)));
     return SoftmaxShape{data.rows, real, features_, classes_};
   }
 
@@ -144,7 +172,7 @@ class SoftmaxClassifier {
   std::size_t features_;
   std::size_t classes_;
   Tensor parameters_;
-  Tensor labels_;      // the batch's labels, as int32
+  Tensor labels_;      // the batch's labels, as int32, where it has none on the device
   Tensor dlogits_;     // d(loss)/d(logits), rows x classes
   Tensor item_stats_;  // per item: loss, correct
 };

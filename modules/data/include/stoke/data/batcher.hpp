@@ -14,13 +14,17 @@
 
 namespace stoke {
 
-/// A batcher builds one batch from samples, directly on the device the batch is for.
+/// A batcher builds one batch from samples, for the device the batch is for.
 ///
 /// Requirements:
 /// 1. `t.batch(std::vector<I> items, const B::Device& device)` returns the batch;
 /// 2. it is callable on a `const` batcher from several threads at once;
-/// 3. the returned batch lives on `device` (a device batcher copies there itself, so
-///    no batch takes a detour through another device).
+/// 3. the returned batch is in memory `device` reads without another device's help: a
+///    device batcher's batch is on `device` (it copies there itself, so no batch takes a
+///    detour through another device); a host batcher's batch is in host memory, which a CPU
+///    device reads as it is and which reaches any other device by `prefetch_to_device`, the
+///    one road (with the batcher's pool lent staging memory, the host batch already lies
+///    where that device's DMA reads it).
 template <class T, class B, class I>
 concept Batcher = Backend<B> && std::copy_constructible<T> &&
                   requires(const T& batcher, std::vector<I> items, const device_t<B>& device) {
@@ -50,8 +54,7 @@ concept PendingBatch = std::move_constructible<P> && requires(P& pending, std::s
 };
 
 /// A chunked batcher: a batcher that can also make one batch in chunks (row ranges), on
-/// several threads at once. A
-/// multithread loader uses it for the batch its consumer waits for with nothing buffered (the
+/// several threads at once. A multithread loader uses it for the batch its consumer waits for with nothing buffered (the
 /// first of an epoch): the idle workers and the consumer fill it together.
 ///
 /// Requirements, beyond `Batcher`:

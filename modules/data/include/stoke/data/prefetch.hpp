@@ -4,30 +4,28 @@
 /// copying to its device, each with a fence the consumer waits on when it takes the batch.
 
 #include <concepts>
-#include <condition_variable>
 #include <cstddef>
-#include <deque>
-#include <exception>
-#include <functional>
+#include <cstdint>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <ranges>
 #include <span>
-#include <string>
-#include <thread>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include <stoke/core/device.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/host_bytes.hpp>
+#include <stoke/core/host_memory.hpp>
 #include <stoke/core/staging.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/data/batch_loader.hpp>
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/dataloader.hpp>
+#include <stoke/data/device_image_batch.hpp>
 #include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/multithread_loader.hpp>
+#include <stoke/data/prefetch_pipeline.hpp>
 #include <stoke/data/state.hpp>
 
 namespace stoke {
@@ -59,45 +57,8 @@ struct loader_backend<MultiThreadLoader<S, T, B>> {
 template <class L>
 using loader_backend_t = typename loader_backend<L>::type;
 
-namespace detail {
-/// A range that can be uploaded as its bytes.
-///
-/// Requirements:
-/// 1. `const R&` is a contiguous and sized range;
-/// 2. its values are trivially copyable.
-template <class R>
-concept TrivialContiguousRange =
-    std::ranges::contiguous_range<const R&> && std::ranges::sized_range<const R&> &&
-    std::is_trivially_copyable_v<std::ranges::range_value_t<const R&>>;
-
-template <class R>
-std::span<const std::byte> bytes_of_range(const R& range) {
-  return std::as_bytes(std::span(std::ranges::data(range), std::ranges::size(range)));
-}
-}  // namespace detail
-
-/// Host bytes: host data the default upload understands.
-///
-/// Requirements, one of:
-/// 1. `T` is a contiguous, sized range of trivially copyable values (`std::vector<float>`);
-/// 2. `t.values()` is such a range, viewing values `t` owns (`cpu::Tensor`).
-template <class T>
-concept HostBytes = detail::TrivialContiguousRange<T> || requires(const T& data) {
-  { data.values() } -> detail::TrivialContiguousRange;
-};
-
-/// The bytes of host data, as the default upload sends them (a view, not a copy).
-template <HostBytes T>
-[[nodiscard]] std::span<const std::byte> host_bytes(const T& data) {
-  if constexpr (detail::TrivialContiguousRange<T>) {
-    return detail::bytes_of_range(data);
-  } else {
-    return detail::bytes_of_range(data.values());
-  }
-}
-
-/// The default way `prefetch_to_device` uploads a host batch: its `host_bytes` into one
-/// device buffer. A custom stage is any callable `stage(stager, data)` returning a `Staged`.
+/// The stage of plain host batches (`HostBytes`: float or integer tensors and vectors): their
+/// bytes into one device buffer, the `B::Buffer` the consumer gets.
 struct UploadHostBytes {
   /// Starts the upload of `data` with `stager`.
   template <class Stager, HostBytes T>
@@ -106,201 +67,98 @@ struct UploadHostBytes {
   }
 };
 
-namespace detail {
-
-/// The value and fence types of a `Staged`.
-template <class S>
-struct staged_parts;
-template <class V, class F>
-struct staged_parts<Staged<V, F>> {
-  using value = V;
-  using fence = F;
-};
-
-/// A loader that reports where it stands, as stoke's loaders and their parts do.
+/// A host batch of labelled rows, as `cpu::ImageBatcher` and `images::ImageBatcher` make
+/// (`cpu::ClassificationBatch`).
 ///
 /// Requirements:
-/// 1. `l.state()`, on a `const` loader, returns a `LoaderState`.
-template <class L>
-concept StatefulLoader = requires(const L& loader) {
-  { loader.state() } -> std::same_as<LoaderState>;
+/// 1. `b.inputs` is `HostBytes`: `b.inputs.rows()` rows of `b.inputs.row_size()` floats;
+/// 2. `b.labels` is a `std::vector<std::int32_t>`, the class of every row.
+template <class T>
+concept HostClassificationBatch = requires(const T& batch) {
+  requires HostBytes<std::remove_cvref_t<decltype(batch.inputs)>>;
+  { batch.inputs.rows() } -> std::convertible_to<std::size_t>;
+  { batch.inputs.row_size() } -> std::convertible_to<std::size_t>;
+  requires std::same_as<std::remove_cvref_t<decltype(batch.labels)>, std::vector<std::int32_t>>;
 };
 
-/// Where the loader a pipeline drains stands right after it yielded a batch (its `state()`),
-/// or nothing where that loader has no state (a slice, or a loader without `state()`).
-using StateSnapshot = std::function<std::optional<LoaderState>()>;
-
-/// The thread of one prefetching range: it pulls host batches, starts their uploads, and
-/// queues them with their fences, at most `depth` ahead of the consumer. With a snapshot, it
-/// also keeps the inner loader's state as it was when each batch was pulled, so that the
-/// consumer's state counts the batches it took, not the ones pulled ahead.
-template <class Value, Fence F>
-class PrefetchPipeline {
- public:
-  using value_type = Batch<Value>;  ///< what `take()` yields
-
-  /// A pipeline keeping `depth` uploads in flight for `device` (named in errors); `snapshot`
-  /// (may be empty) reads the inner loader's state.
-  PrefetchPipeline(std::size_t depth, std::string device, StateSnapshot snapshot = {})
-      : depth_(depth), device_(std::move(device)), snapshot_(std::move(snapshot)) {}
-  PrefetchPipeline(const PrefetchPipeline&) = delete;
-  PrefetchPipeline& operator=(const PrefetchPipeline&) = delete;
-  ~PrefetchPipeline() { stop(); }
-
-  /// Starts the thread that drains `range`, uploading every batch with `stage(stager, data)`.
-  template <class Range, class Stage, class Stager>
-  void start(Range range, Stage stage, std::shared_ptr<Stager> stager) {
-    consumer_state_ = snapshot();  // the epoch has begun, nothing is taken yet
-    thread_ = std::thread([this, range = std::move(range), stage = std::move(stage),
-                           stager]() mutable { run(range, stage, *stager); });
-  }
-
-  /// The next batch in order, once its fence has signalled; `std::nullopt` after the last.
-  /// Rethrows the failure of a host batch or an upload at its position, as a `DataError`.
-  std::optional<Batch<Value>> take() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return !queue_.empty() || done_; });
-    if (queue_.empty()) {
-      if (error_) std::rethrow_exception(std::exchange(error_, nullptr));
-      consumer_state_ = end_state_;
-      return std::nullopt;
-    }
-    Entry entry = std::move(queue_.front());
-    queue_.pop_front();
-    consumer_state_ = std::move(entry.state);
-    lock.unlock();
-    changed_.notify_all();
-    try {
-      entry.fence.wait();
-    } catch (...) {
-      throw DataError(context(entry.batch, "fence", "caller"), current_exception_message());
-    }
-    return std::move(entry.batch);
-  }
-
-  /// The inner loader's state as of the last batch the consumer took (or the start of the
-  /// epoch, or its end once the consumer saw it); nothing without a snapshot.
-  [[nodiscard]] std::optional<LoaderState> consumer_state() const {
-    std::lock_guard lock(mutex_);
-    return consumer_state_;
-  }
-
-  /// Stops the thread (it finishes the batch it is pulling or uploading), joins it, and drops
-  /// the batches it queued.
-  void stop() {
-    {
-      std::lock_guard lock(mutex_);
-      stop_ = true;
-    }
-    changed_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    std::lock_guard lock(mutex_);
-    queue_.clear();
-  }
-
- private:
-  struct Entry {
-    Batch<Value> batch;
-    F fence;
-    std::optional<LoaderState> state;  ///< the inner loader's, right after it yielded `batch`
-  };
-
-  /// The inner loader's state now, or nothing (no snapshot, or a loader without one).
-  [[nodiscard]] std::optional<LoaderState> snapshot() const {
-    if (!snapshot_) return std::nullopt;
-    return snapshot_();
-  }
-
-  template <class Range, class Stage, class Stager>
-  void run(Range& range, const Stage& stage, Stager& stager) {
-    bool failed = false;
-    try {
-      if (!wait_for_room()) return;
-      auto it = std::ranges::begin(range);
-      const auto end = std::ranges::end(range);
-      while (it != end) {
-        auto&& host = *it;
-        std::optional<LoaderState> state = snapshot();
-        Entry entry = upload(host, stage, stager);
-        entry.state = std::move(state);
-        {
-          std::lock_guard lock(mutex_);
-          queue_.push_back(std::move(entry));
-        }
-        changed_.notify_all();
-        if (!wait_for_room()) return;
-        ++it;
+/// The stage of labelled host batches (`HostClassificationBatch`): the labels, then the
+/// inputs, uploaded into a `DeviceImageBatch` of the backend's buffers, the form device models
+/// take (`SoftmaxClassifier`). Its `ready` fence is the inputs' copy, which is ordered after
+/// the labels' copy: by an `after` fence where the stager's `upload` takes one (Vulkan), by
+/// the copy stream's order otherwise (CUDA; a user's stager whose copies complete in the order
+/// they were queued).
+struct UploadClassification {
+  /// Starts the uploads of `host`'s labels and inputs with `stager`.
+  template <class Stager, HostClassificationBatch T>
+  auto operator()(Stager& stager, T&& host) const {
+    auto labels = stager.upload(std::as_bytes(std::span(host.labels)));
+    using Fence = decltype(labels.fence);
+    auto inputs = [&] {
+      const std::span<const std::byte> bytes = host_bytes(host.inputs);
+      if constexpr (requires { stager.upload(bytes, std::span<const Fence>()); }) {
+        return stager.upload(bytes, std::span<const Fence>(&labels.fence, 1));
+      } else {
+        return stager.upload(bytes);
       }
-    } catch (...) {
-      failed = true;
-      std::lock_guard lock(mutex_);
-      error_ = std::current_exception();
-    }
-    std::optional<LoaderState> end_state = failed ? std::nullopt : snapshot();
-    {
-      std::lock_guard lock(mutex_);
-      end_state_ = std::move(end_state);
-      done_ = true;
-    }
-    changed_.notify_all();
+    }();
+    using Batch = DeviceImageBatch<decltype(inputs.value), Fence>;
+    const std::size_t rows = host.inputs.rows();
+    const std::size_t row_size = host.inputs.row_size();
+    Fence ready = inputs.fence;
+    return Staged<Batch, Fence>{Batch{std::move(inputs.value), std::move(host.labels), rows,
+                                      row_size, ready, std::move(labels.value)},
+                                std::move(inputs.fence)};
   }
-
-  template <class Host, class Stage, class Stager>
-  Entry upload(Host& host, const Stage& stage, Stager& stager) {
-    try {
-      auto staged = std::invoke(stage, stager, std::move(host.data));
-      return Entry{Batch<Value>{std::move(staged.value), host.epoch, host.step, host.padding,
-                                std::move(host.indices)},
-                   std::move(staged.fence)};
-    } catch (...) {
-      throw DataError(context(host, "upload", "prefetch thread"), current_exception_message());
-    }
-  }
-
-  /// Waits until fewer than `depth` uploads are queued; false once stopped.
-  bool wait_for_room() {
-    std::unique_lock lock(mutex_);
-    changed_.wait(lock, [&] { return stop_ || queue_.size() < depth_; });
-    return !stop_;
-  }
-
-  template <class B>
-  DataErrorContext context(const B& batch, const char* stage, const char* worker) const {
-    return DataErrorContext{
-        batch.epoch, batch.step, batch.indices.empty() ? 0 : batch.indices.front(),
-        stage,       worker,     device_};
-  }
-
-  std::size_t depth_;
-  std::string device_;
-  StateSnapshot snapshot_;
-  mutable std::mutex mutex_;
-  std::condition_variable changed_;
-  std::deque<Entry> queue_;
-  std::exception_ptr error_;
-  bool done_ = false;
-  bool stop_ = false;
-  std::optional<LoaderState> consumer_state_;  ///< see `consumer_state()`
-  std::optional<LoaderState> end_state_;       ///< the inner loader's, after its last batch
-  std::thread thread_;
 };
 
-/// Takes a prefetching range's batches from its pipeline; stops the pipeline when dropped.
-template <class Pipeline>
-class PipelineFeed final : public BatchFeed<typename Pipeline::value_type> {
- public:
-  /// The feed of `pipeline`'s batches.
-  explicit PipelineFeed(std::shared_ptr<Pipeline> pipeline) : pipeline_(std::move(pipeline)) {}
-  std::optional<typename Pipeline::value_type> next() override { return pipeline_->take(); }
-  void cancel() noexcept override { pipeline_->stop(); }
-
- private:
-  std::shared_ptr<Pipeline> pipeline_;
+/// The stage `prefetch_to_device` takes unless given one: the one the library ships for the
+/// kind of the host batch, `UploadClassification` for labelled batches and `UploadHostBytes`
+/// for plain ones. A batch of another kind needs a stage of its own: any callable
+/// `stage(stager, data)` returning a `Staged` value and fence (see `PrefetchLoader`).
+struct DefaultStage {
+  /// Starts the upload of `data` with the stage of its kind.
+  template <class Stager, class T>
+    requires HostClassificationBatch<std::remove_cvref_t<T>> || HostBytes<std::remove_cvref_t<T>>
+  auto operator()(Stager& stager, T&& data) const {
+    if constexpr (HostClassificationBatch<std::remove_cvref_t<T>>) {
+      return UploadClassification{}(stager, std::forward<T>(data));
+    } else {
+      return UploadHostBytes{}(stager, data);
+    }
+  }
 };
 
-}  // namespace detail
+/// A stager that lends host memory which its uploads read with no host copy.
+///
+/// Requirements:
+/// 1. `s.lent_memory()` returns a `std::shared_ptr<HostMemory>`;
+/// 2. an upload of bytes that lie in one block allocated from it copies them to the device
+///    by DMA alone, and the block is not `idle` until that copy completed.
+template <class S>
+concept LendingStager = requires(const S& stager) {
+  { stager.lent_memory() } -> std::convertible_to<std::shared_ptr<HostMemory>>;
+};
+
+/// A loader whose batcher makes its batch storage from a buffer pool that can be lent memory
+/// (as `cpu::StackBatcher`, `cpu::ImageBatcher` and `images::ImageBatcher` do).
+///
+/// Requirements:
+/// 1. `l.batcher().pool.lend(memory)` makes later storage of the batcher and of its copies
+///    (on the loader's worker threads) come from `memory`.
+template <class L>
+concept PooledStorageLoader = requires(const L& loader, std::shared_ptr<HostMemory> memory) {
+  loader.batcher().pool.lend(memory);
+};
 
 /// A loader whose batches are copied to its device ahead of the consumer.
+///
+/// No copy on the host: where the stager lends staging memory (`LendingStager`: pinned on
+/// CUDA, host-visible on Vulkan) and the loader's batcher draws its storage from a pool
+/// (`PooledStorageLoader`), the first `iter()` lends that memory to the pool before any batch
+/// is made, so batchers write rows straight into the bytes the DMA reads and the upload is
+/// the DMA alone. A block is handed out again only after its copy's fence. The pool is
+/// shared by the batcher's copies, so after a `split` it is lent to one device (the last to
+/// start); the others' batches are copied into staging on the upload thread.
 ///
 /// `iter()` starts a thread that pulls the host batches of `L`, starts their uploads with
 /// `Stage` through a `B::Stager` of `depth` staging buffers, and queues them: while the
@@ -310,7 +168,7 @@ class PipelineFeed final : public BatchFeed<typename Pipeline::value_type> {
 /// Batches keep the host batch's epoch, step, padding and indices; their `data` is the value
 /// the stage made (by default the `B::Buffer` holding the host batch's bytes). A failed
 /// upload or fence is rethrown to the consumer as a `DataError` at the batch's position.
-template <StagingBackend B, DataLoader L, class Stage = UploadHostBytes>
+template <StagingBackend B, DataLoader L, class Stage = DefaultStage>
   requires std::same_as<typename L::device_type, device_t<B>>
 class PrefetchLoader {
   using host_data_type = decltype(std::declval<typename L::batch_type&>().data);
@@ -348,12 +206,24 @@ class PrefetchLoader {
 
   /// The next epoch's batches, on `device()`, in order; advances the inner loader's epoch.
   [[nodiscard]] BatchRange<batch_type> iter() {
-    if (!stager_) stager_ = B::make_stager(device_, depth_);
+    make_stager();
     auto pipeline = std::make_shared<Pipeline>(depth_, device_name(device_), snapshot());
     auto range = inner_->iter();
     pipeline->start(std::move(range), stage_, stager_);
     current_ = pipeline;
     return BatchRange<batch_type>(std::make_unique<detail::PipelineFeed<Pipeline>>(pipeline));
+  }
+
+  /// Makes the stager now and fills the batcher's pool with buffers of `batch_bytes` in the
+  /// stager's lent memory (and, where the stager keeps staging buffers of its own for bytes
+  /// from elsewhere, those too), so that no batch of at most that size allocates staging
+  /// memory during training: a pinned allocation synchronises a CUDA device.
+  void reserve(std::size_t batch_bytes)
+    requires PooledStorageLoader<L>
+  {
+    make_stager();
+    inner_->batcher().pool.reserve(batch_bytes);
+    if constexpr (requires { stager_->reserve(batch_bytes); }) stager_->reserve(batch_bytes);
   }
 
   /// The inner loader's layout of `epoch` (for `TrainingLoader`).
@@ -403,11 +273,11 @@ class PrefetchLoader {
   [[nodiscard]] PrefetchLoader slice(std::size_t begin, std::size_t end) const {
     return PrefetchLoader(inner_->slice(begin, end), depth_, stage_);
   }
-  /// Prefetching over part `index` of `count` of the inner loader (see `split`).
-  [[nodiscard]] PrefetchLoader part(std::size_t count, std::size_t index) const
+  /// Prefetching over share `index` of `count` of the inner loader (see `split`).
+  [[nodiscard]] PrefetchLoader share(std::size_t count, std::size_t index) const
     requires SplitSource<L>
   {
-    return PrefetchLoader(inner_->part(count, index), depth_, stage_);
+    return PrefetchLoader(inner_->share(count, index), depth_, stage_);
   }
 
   /// Uploads kept in flight.
@@ -425,6 +295,16 @@ class PrefetchLoader {
   [[nodiscard]] const stager_t<B>* stager() const noexcept { return stager_.get(); }
 
  private:
+  /// Makes the stager of `device_` unless there is one, and lends its memory to the batcher's
+  /// pool (see the class comment).
+  void make_stager() {
+    if (stager_) return;
+    stager_ = B::make_stager(device_, depth_);
+    if constexpr (LendingStager<stager_t<B>> && PooledStorageLoader<L>) {
+      inner_->batcher().pool.lend(stager_->lent_memory());
+    }
+  }
+
   /// Reads the inner loader's state from the pipeline's thread, where it has one (a slice
   /// has none: `state()` then reports the inner loader's own refusal).
   [[nodiscard]] detail::StateSnapshot snapshot() const {

@@ -3,8 +3,8 @@
 /// `images::DeviceImageBatcher`: the augmenting image batcher whose rows are rendered on the
 /// host as bytes, straight into the staging memory of their upload, and flipped and normalised
 /// on the device, so a quarter of the bytes of a float batch cross the bus. The host half is
-/// here, shared by every backend; a backend's half (`VulkanImageBatcher`,
-/// `CudaImageBatcher`) uploads the staging memory and runs its kernel.
+/// here, shared by every backend; a backend's half (`vulkan::AugmentingImageBatcher`,
+/// `cuda::AugmentingImageBatcher`) uploads the staging memory and runs its kernel.
 
 #include <cstddef>
 #include <cstdint>
@@ -66,17 +66,19 @@ struct StagedRows {
 /// upload, with one flip flag a row; the device mirrors and normalises them into the CHW
 /// float rows, looking the values up in the tables of `normalization`, so the batch equals
 /// `ImageBatcher`'s bit for bit with a quarter of its bytes crossing the bus. `batch` returns
-/// once the work is queued; the batch's `ready` fence signals when `inputs` holds the values.
+/// once the work is queued; the batch's `ready` fence signals when `inputs` holds the values
+/// and `device_labels` the labels.
 ///
 /// The bad-sample policy, the log and the refusals (a label above `INT32_MAX`, a sample that
 /// fails to decode) are `ImageBatcher`'s; a normalisation of other channels than `decoding`
 /// throws `UsageError`. Copies share the log and the per-device `resources`; thread-safe.
 ///
 /// `DeviceHalf` provides `Device`, `Batch` (with `inputs`, `labels`, `rows`, `row_size`,
-/// `ready`), `Resources` (made from a count of staging buffers), `name`, and
-/// `run(resources, device, layout, normalization, fill)`, which calls `fill(staging)` on the
-/// `layout.bytes` bytes of staging memory, uploads them, queues the kernel and returns the
-/// batch without its labels.
+/// `ready`, `device_labels`), `Resources` (made from a count of staging buffers), `name`, and
+/// `run(resources, device, layout, normalization, fill, labels)`, which calls `fill(staging)`
+/// on the `layout.bytes` bytes of staging memory, uploads them and then `labels` (final once
+/// `fill` returned), queues the kernel after both and returns the batch without its host
+/// labels.
 template <class DeviceHalf>
 struct DeviceImageBatcher {
   /// A device batches are made for.
@@ -115,7 +117,8 @@ struct DeviceImageBatcher {
     const detail::StagedRows layout = detail::StagedRows::of(items.size(), out);
     Batch made = DeviceHalf::run(
         *resources, device, layout, normalization,
-        [&](std::span<std::byte> staging) { stage_rows(items, layout, labels, staging); });
+        [&](std::span<std::byte> staging) { stage_rows(items, layout, labels, staging); },
+        std::span<const std::int32_t>(labels));
     made.labels = std::move(labels);
     return made;
   }

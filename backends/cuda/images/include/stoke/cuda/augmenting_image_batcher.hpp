@@ -1,11 +1,12 @@
 #pragma once
 /// @file
-/// `images::CudaImageBatcher`: encoded images (JPEG, PNG) to an augmented, normalised float
+/// `cuda::AugmentingImageBatcher`: encoded images (JPEG, PNG) to an augmented, normalised float
 /// batch on a CUDA device, rendered to bytes on the host and flipped and normalised by the
 /// `normalize_flip_chw` kernel. Needs `stoke::images` and `stoke::cuda`.
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <utility>
 
 #include <cuda_runtime_api.h>
@@ -21,26 +22,28 @@
 #include <stoke/images/device_image_batcher.hpp>
 #include <stoke/images/normalization.hpp>
 
-namespace stoke::images {
+namespace stoke::cuda {
 
 namespace detail {
 
-/// The CUDA half of `CudaImageBatcher` (see `DeviceImageBatcher`).
+/// The CUDA half of `AugmentingImageBatcher` (see `images::DeviceImageBatcher`).
 struct CudaRows {
   using Device = cuda::Device;                  ///< a CUDA device
   using Batch = cuda::ImageBatch;               ///< rows x row_size floats on it
   using Resources = cuda::detail::StagerCache;  ///< per-device stagers
   /// The batcher's name in errors.
-  static constexpr const char* name = "images::CudaImageBatcher";
+  static constexpr const char* name = "cuda::AugmentingImageBatcher";
 
-  /// Fills `layout.bytes` of pinned staging memory with `fill`, uploads them to `device` and
-  /// queues the kernel after the copy on the device's copy stream, the normalisation's tables
-  /// passed by value; the batch without labels.
+  /// Fills `layout.bytes` of pinned staging memory with `fill`, uploads them and `labels` to
+  /// `device` and queues the kernel after both copies on the device's copy stream, the
+  /// normalisation's tables passed by value; the batch without its host labels.
   template <class Fill>
-  static Batch run(Resources& stagers, const Device& device, const StagedRows& layout,
-                   const Normalization& normalization, Fill&& fill) {
+  static Batch run(Resources& stagers, const Device& device, const images::detail::StagedRows& layout,
+                   const images::Normalization& normalization, Fill&& fill,
+                   std::span<const std::int32_t> labels) {
     cuda::Stager& stager = stagers.of(device);
     auto staged = stager.upload_with(layout.bytes, fill);
+    auto device_labels = stager.upload(std::as_bytes(labels));
     cuda::kernels::ChannelTables tables{};
     for (std::uint32_t c = 0; c < normalization.channels(); ++c) {
       const auto& table = normalization.table(c);
@@ -63,7 +66,8 @@ struct CudaRows {
     cuda::Fence ready(device, stream);
     inputs.mark_written(ready);
     staged.value.mark_written(ready);
-    return Batch{std::move(inputs), {}, layout.rows, layout.row_size(), std::move(ready)};
+    return Batch{std::move(inputs), {},      layout.rows, layout.row_size(), std::move(ready),
+                 std::move(device_labels.value)};
   }
 };
 
@@ -73,11 +77,11 @@ struct CudaRows {
 /// `row_size = channels * height * width`) on the requested CUDA device, equal bit for bit to
 /// `ImageBatcher`'s batch: the rows are rendered to bytes on the loader's worker, straight
 /// into the pinned staging memory of the upload, and flipped and normalised by the
-/// `normalize_flip_chw` kernel with the host's tables (see `DeviceImageBatcher`).
+/// `normalize_flip_chw` kernel with the host's tables (see `images::DeviceImageBatcher`).
 ///
-///     images::CudaImageBatcher batcher{.augmentation = ..., .normalization = ...};
-///     auto loader = DataLoaderBuilder<cuda::Backend, images::CudaImageBatcher>(batcher)
+///     cuda::AugmentingImageBatcher batcher{.augmentation = ..., .normalization = ...};
+///     auto loader = DataLoaderBuilder<cuda::Backend, cuda::AugmentingImageBatcher>(batcher)
 ///                       .batch_size(64).num_workers(4).build(dataset);
-using CudaImageBatcher = DeviceImageBatcher<detail::CudaRows>;
+using AugmentingImageBatcher = images::DeviceImageBatcher<detail::CudaRows>;
 
-}  // namespace stoke::images
+}  // namespace stoke::cuda

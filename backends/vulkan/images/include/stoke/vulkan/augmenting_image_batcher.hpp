@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `images::VulkanImageBatcher`: encoded images (JPEG, PNG) to an augmented, normalised float
+/// `vulkan::AugmentingImageBatcher`: encoded images (JPEG, PNG) to an augmented, normalised float
 /// batch on a Vulkan device, rendered to bytes on the host and flipped and normalised by the
 /// `normalize_flip_chw` shader. Needs `stoke::images` and `stoke::vulkan`.
 
@@ -23,11 +23,11 @@
 #include <stoke/vulkan/normalize_flip_pipeline.hpp>
 #include <stoke/vulkan/stager.hpp>
 
-namespace stoke::images {
+namespace stoke::vulkan {
 
 namespace detail {
 
-/// What a `VulkanImageBatcher` keeps on one device besides its stager: the pipeline, and the
+/// What an `AugmentingImageBatcher` keeps on one device besides its stager: the pipeline, and the
 /// byte-to-float tables of each normalisation it met, uploaded once. Thread-safe.
 class VulkanNormalizeFlip {
  public:
@@ -38,8 +38,8 @@ class VulkanNormalizeFlip {
   /// Submits the flip and normalisation of the rows staged in `staged` (laid out as `layout`
   /// says) into `values` with the tables of `normalization` (uploaded through `stager` the
   /// first time), after `after`; returns its fence.
-  vulkan::Fence run(vulkan::Stager& stager, const Normalization& normalization,
-                    const vulkan::Buffer& staged, vulkan::Buffer& values, const StagedRows& layout,
+  vulkan::Fence run(vulkan::Stager& stager, const images::Normalization& normalization,
+                    const vulkan::Buffer& staged, vulkan::Buffer& values, const images::detail::StagedRows& layout,
                     std::span<const vulkan::Fence> after) {
     const vulkan::NormalizeFlipPipeline::Shape shape{
         static_cast<std::uint32_t>(layout.rows), layout.shape.height, layout.shape.width,
@@ -51,7 +51,7 @@ class VulkanNormalizeFlip {
 
  private:
   /// The tables of `normalization` on the device (the caller holds `mutex_`).
-  const vulkan::Buffer& tables_of(const Normalization& normalization, vulkan::Stager& stager) {
+  const vulkan::Buffer& tables_of(const images::Normalization& normalization, vulkan::Stager& stager) {
     std::vector<float> values;
     values.reserve(std::size_t{normalization.channels()} * 256);
     for (std::uint32_t c = 0; c < normalization.channels(); ++c) {
@@ -76,26 +76,31 @@ class VulkanNormalizeFlip {
   std::list<Tables> tables_;  ///< a list: the buffers never move
 };
 
-/// The Vulkan half of `VulkanImageBatcher` (see `DeviceImageBatcher`).
+/// The Vulkan half of `AugmentingImageBatcher` (see `images::DeviceImageBatcher`).
 struct VulkanRows {
   using Device = vulkan::Device;     ///< a Vulkan device
   using Batch = vulkan::ImageBatch;  ///< rows x row_size floats on it
   /// Per-device stagers, pipelines and tables.
   using Resources = vulkan::detail::DeviceResources<VulkanNormalizeFlip>;
   /// The batcher's name in errors.
-  static constexpr const char* name = "images::VulkanImageBatcher";
+  static constexpr const char* name = "vulkan::AugmentingImageBatcher";
 
-  /// Fills `layout.bytes` of staging memory with `fill`, uploads them to `device` and submits
-  /// the shader; the batch without labels.
+  /// Fills `layout.bytes` of staging memory with `fill`, uploads them and `labels` to `device`
+  /// and submits the shader after both; the batch without its host labels.
   template <class Fill>
-  static Batch run(Resources& resources, const Device& device, const StagedRows& layout,
-                   const Normalization& normalization, Fill&& fill) {
+  static Batch run(Resources& resources, const Device& device,
+                   const images::detail::StagedRows& layout,
+                   const images::Normalization& normalization, Fill&& fill,
+                   std::span<const std::int32_t> labels) {
     const Resources::PerDevice on = resources.of(device);
     auto staged = on.stager->upload_with(layout.bytes, fill);
+    auto device_labels = on.stager->upload(std::as_bytes(labels));
     vulkan::Buffer inputs(on.context, layout.values() * sizeof(float));
-    vulkan::Fence ready = on.pipeline->run(*on.stager, normalization, staged.value, inputs, layout,
-                                           std::span(&staged.fence, 1));
-    return Batch{std::move(inputs), {}, layout.rows, layout.row_size(), std::move(ready)};
+    const vulkan::Fence uploads[] = {staged.fence, device_labels.fence};
+    vulkan::Fence ready =
+        on.pipeline->run(*on.stager, normalization, staged.value, inputs, layout, uploads);
+    return Batch{std::move(inputs), {},      layout.rows, layout.row_size(), std::move(ready),
+                 std::move(device_labels.value)};
   }
 };
 
@@ -103,13 +108,13 @@ struct VulkanRows {
 
 /// Batches `EncodedImage`s into a `vulkan::ImageBatch` (`rows x row_size` CHW floats,
 /// `row_size = channels * height * width`) on the requested Vulkan device, equal bit for bit
-/// to `ImageBatcher`'s batch: the rows are rendered to bytes on the loader's worker, straight
+/// to `images::ImageBatcher`'s batch: the rows are rendered to bytes on the loader's worker, straight
 /// into the staging memory of the upload, and flipped and normalised by the
-/// `normalize_flip_chw` shader with the host's tables (see `DeviceImageBatcher`).
+/// `normalize_flip_chw` shader with the host's tables (see `images::DeviceImageBatcher`).
 ///
-///     images::VulkanImageBatcher batcher{.augmentation = ..., .normalization = ...};
-///     auto loader = DataLoaderBuilder<vulkan::Backend, images::VulkanImageBatcher>(batcher)
+///     vulkan::AugmentingImageBatcher batcher{.augmentation = ..., .normalization = ...};
+///     auto loader = DataLoaderBuilder<vulkan::Backend, vulkan::AugmentingImageBatcher>(batcher)
 ///                       .batch_size(64).num_workers(4).build(dataset);
-using VulkanImageBatcher = DeviceImageBatcher<detail::VulkanRows>;
+using AugmentingImageBatcher = images::DeviceImageBatcher<detail::VulkanRows>;
 
-}  // namespace stoke::images
+}  // namespace stoke::vulkan
