@@ -80,12 +80,12 @@ stoke::FitResult train(const Options& options, const std::vector<stoke::device_t
 }
 // --8<-- [end:train]
 
-/// The devices to train on: `requested` of them, or every visible one when 0.
+/// The devices to train on: every visible one when `requested` is 0, else `requested` of them,
+/// several on one GPU (lanes) when there are fewer GPUs; what cannot be given is a
+/// `stoke::UsageError`, never silently fewer devices.
 template <class B>
 std::vector<stoke::device_t<B>> pick_devices(std::size_t requested) {
-  std::vector<stoke::device_t<B>> visible = B::devices();
-  if (requested != 0 && requested < visible.size()) visible.resize(requested);
-  return visible;
+  return requested == 0 ? B::devices() : B::devices(requested);
 }
 
 /// Trains on backend `B`'s devices with the device-resident classifier of its `BatchData`.

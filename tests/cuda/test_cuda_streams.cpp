@@ -4,13 +4,16 @@
 // table on every path; a device guard never switches devices it does not need to.
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include <stoke/cuda.hpp>
 #include <stoke/cuda/kernels.hpp>
-#include <stoke/data/detail/normalization_table.hpp>
+#include <stoke/data/normalization_table.hpp>
 #include <stoke/stoke.hpp>
 
 #include "cuda_skip.hpp"
@@ -112,9 +115,10 @@ TEST(CudaStreams, ANewBuffersWrittenFenceIsItsAllocation) {
 TEST(CudaKernels, NormaliseEqualsTheCpuTableOnTheVectorAndScalarPaths) {
   STOKE_CUDA_REQUIRE_DEVICES(1);
   const Device device = stoke::cuda::Backend::devices().front();
-  const auto table = stoke::detail::normalization_table(0.2860F, 0.3530F);
-  const std::size_t n = (1 << 20) + 13;  // a tail after the 16-byte vectors
-  std::vector<std::uint8_t> bytes(n + 1);
+  const auto table = stoke::normalization_table(0.2860F, 0.3530F);
+  constexpr std::size_t kMost = (1 << 20) + 13;  // a tail after the 4-byte quads
+  constexpr std::size_t kSlack = 8;              // floats before and after what is written
+  std::vector<std::uint8_t> bytes(kMost + kSlack);
   for (std::size_t i = 0; i < bytes.size(); ++i)
     bytes[i] = static_cast<std::uint8_t>((i * 2654435761U) >> 24);
   auto stager = stoke::cuda::Backend::make_stager(device, 1);
@@ -122,15 +126,30 @@ TEST(CudaKernels, NormaliseEqualsTheCpuTableOnTheVectorAndScalarPaths) {
   input.fence.wait();
   const stoke::cuda::DeviceGuard guard(device);
   const cudaStream_t stream = input.value.context()->copy_stream();
-  for (const std::size_t offset : {std::size_t{0}, std::size_t{1}}) {  // aligned, unaligned
-    Buffer out(device, (n + 1) * sizeof(float));
-    const auto* in = static_cast<const std::uint8_t*>(input.value.data()) + offset;
-    STOKE_CUDA_CHECK(stoke::cuda::kernels::normalize_u8(
-        in, out.floats().data() + offset, n, stoke::cuda::kernels::ByteTable::of(table), stream));
-    out.mark_written(stoke::cuda::Fence(device, stream));
-    const auto got = download_floats(device, out);
-    for (std::size_t i = 0; i < n; ++i) {
-      ASSERT_EQ(got[i + offset], table[bytes[i + offset]]) << "offset " << offset << " at " << i;
+  // Every float of the buffer is written first (initcheck then finds no read of memory never
+  // written): 0xA5 bytes, a value no table entry has, so a write past either end shows.
+  constexpr std::uint32_t kSentinel = 0xA5A5A5A5U;
+  // Offsets 0 and 4 take the vector path (4-byte input, 16-byte output), 1 the scalar path;
+  // the counts leave tails of 1, 3 and 2 floats, and the last has no whole quad.
+  for (const std::size_t offset : {std::size_t{0}, std::size_t{1}, std::size_t{4}}) {
+    for (const std::size_t n : {kMost, std::size_t{4099}, std::size_t{2}}) {
+      Buffer out(device, (kMost + kSlack) * sizeof(float));
+      STOKE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xA5, out.size(), stream));
+      const auto* in = static_cast<const std::uint8_t*>(input.value.data()) + offset;
+      STOKE_CUDA_CHECK(stoke::cuda::kernels::normalize_u8(
+          in, out.floats().data() + offset, n, stoke::cuda::kernels::ByteTable::of(table), stream));
+      out.mark_written(stoke::cuda::Fence(device, stream));
+      const auto got = download_floats(device, out);
+      ASSERT_EQ(got.size(), kMost + kSlack);
+      for (std::size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(got[i + offset], table[bytes[i + offset]])
+            << "offset " << offset << ", " << n << " bytes, at " << i;
+      }
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        if (i >= offset && i < offset + n) continue;
+        ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), kSentinel)
+            << "offset " << offset << ", " << n << " bytes: float " << i << " written";
+      }
     }
   }
 }

@@ -125,9 +125,9 @@ TEST(Learner, ShardedAndReplicatedSgdStepsAgreeBitForBit) {
 }
 
 TEST(Learner, ShardedAndReplicatedAdamStepsAgreeBitForBit) {
-  // Adam's square root rounds otherwise in Eigen's packets than in its scalar loop, so Adam
-  // updates every parameter in packets, wherever its shard starts. (On this toy model the
-  // old split also happened to agree; Adam.StepsEveryParameterTheSame... is the sharp test.)
+  // Adam's packet and scalar paths take the same correctly rounded operations (stoke::exact),
+  // so a parameter's update does not depend on where its shard starts; test_optim.cpp holds
+  // the sharp tests of that.
   expect_sharded_step_equals_replicated(stoke::Adam{}, 0.01f);
 }
 

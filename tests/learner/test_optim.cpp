@@ -3,13 +3,17 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <bit>
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <ios>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include <stoke/core/exact_arithmetic.hpp>
 #include <stoke/learner/optim/adam.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>
@@ -123,9 +127,10 @@ TEST(Adam, StateKeepsLargeStepCountsExact) {
 
 TEST(Adam, StepsEveryParameterTheSameWhereverItsSpanStartsOrEnds) {
   // The sharded step gives each device a span that starts anywhere; a rank of an MPI job steps
-  // the whole. Eigen's packet square root rounds otherwise than the scalar one, so an element
-  // that took the scalar path in one split and a packet in another drifted apart (visible
-  // here with parameters at 0, where the update is not lost in the parameter's rounding).
+  // the whole. (With Eigen's packet square root, which rounds otherwise than the scalar one,
+  // an element that took the scalar path in one split and a packet in another drifted apart;
+  // visible here with parameters at 0, where the update is not lost in the parameter's
+  // rounding.)
   constexpr std::size_t kCount = 2500;
   std::vector<float> gradients(kCount);
   for (std::size_t i = 0; i < kCount; ++i) {
@@ -221,15 +226,15 @@ TEST(ShardState, SteppingTheShardsAloneGivesTheWholeStep) {
   whole.step(p, grads2, 0.05f);
   // Two shards (2 + 3 parameters), each with its cut of the state, take the same second step.
   for (std::size_t part = 0; part < 2; ++part) {
-    const stoke::Shard shard = stoke::shard_of(5, part, 2);
+    const stoke::ParameterShard shard = stoke::parameter_shard(5, part, 2);
     stoke::Adam alone(0.9f, 0.99f, 1e-6f, 0.05f);
     alone.load_state(stoke::shard_state<stoke::Adam>(state_after_one, 5, shard));
     alone.step(std::span(q).subspan(shard.begin, shard.size()),
                std::span(grads2).subspan(shard.begin, shard.size()), 0.05f);
     EXPECT_EQ(alone.steps(), 2u);
   }
-  // Within rounding: the packet square root may differ from the scalar one in the last bit.
-  EXPECT_THAT(q, Pointwise(testing::FloatNear(1e-6f), p));
+  // Bit for bit: every element rounds alike on whatever path and in whatever shard.
+  EXPECT_EQ(q, p);
   EXPECT_NE(q, start);
 }
 
@@ -252,6 +257,276 @@ TEST(ShardState, RefusesAStateOfTheWrongSizeNamingTheSizes) {
   } catch (const stoke::UsageError& e) {
     EXPECT_THAT(e.what(), HasSubstr("state of 9 floats"));
     EXPECT_THAT(e.what(), HasSubstr("2 + 2 x 4 parameters"));
+  }
+}
+
+}  // namespace
+
+// The element-wise optimizers give the same bits whatever the instruction set (DESIGN.md,
+// "Semantics" 9): their packet path (SSE2, AVX, AVX-512 or NEON, whichever this build has) must
+// equal, bit for bit, a scalar reference that takes `std::sqrt` and rounds every operation
+// alone, in the same order. The reference is the same on every instruction set (IEEE 754
+// rounds each operation one way), so equality here in every build is equality between builds;
+// the checksum test pins the bits themselves, so a build with `-march=native` (or for another
+// machine) that computes anything else fails against the same constant.
+namespace {
+
+/// `x` rounded to a float on its own: a `volatile` round trip, which no compiler fuses with
+/// the operation that consumes it, whatever `-ffp-contract` says.
+float alone(float x) {
+  volatile float stored = x;
+  return stored;
+}
+
+/// One element of Adam's update with `std::sqrt`, every operation rounded alone, in the order
+/// `stoke::adam_update` documents.
+void adam_reference(const stoke::AdamStepFactors& f, float& p, float& m, float& v, float g) {
+  m = alone(alone(f.beta1 * m) + alone(alone(1.0f - f.beta1) * g));
+  v = alone(alone(f.beta2 * v) + alone(alone(1.0f - f.beta2) * alone(g * g)));
+  const float root = alone(std::sqrt(v));
+  const float denominator = alone(alone(root / f.root_correction2) + f.epsilon);
+  const float change = alone(alone(f.learning_rate * alone(m / f.correction1)) / denominator);
+  p = alone(alone(p * f.decay) - change);
+}
+
+/// One element of SGD's update, every operation rounded alone, in `stoke::sgd_update`'s order.
+void sgd_reference(float momentum, float weight_decay, float rate, float& p, float& v, float g) {
+  v = alone(alone(momentum * v) + alone(g + alone(weight_decay * p)));
+  p = alone(p - alone(rate * v));
+}
+
+/// SplitMix64: the same numbers on every platform (unlike the standard distributions).
+struct Bits {
+  std::uint64_t state;
+  std::uint64_t next() {
+    std::uint64_t z = (state += 0x9E3779B97F4A7C15ULL);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+    return z ^ (z >> 31);
+  }
+  /// A finite float: a third with any exponent (zero, denormals and the largest included), a
+  /// third with a denormal or tiny exponent, a third near 1; random sign and mantissa.
+  float any() {
+    const std::uint64_t r = next();
+    std::uint32_t exponent = 0;
+    switch (r % 3) {
+      case 0:
+        exponent = static_cast<std::uint32_t>((r >> 8) % 255);
+        break;  // 0 .. 254
+      case 1:
+        exponent = static_cast<std::uint32_t>((r >> 8) % 24);
+        break;  // denormal, tiny
+      default:
+        exponent = 112 + static_cast<std::uint32_t>((r >> 8) % 32);  // 2^-15 .. 2^16
+    }
+    const auto sign = static_cast<std::uint32_t>((r >> 16) & 1U) << 31;
+    const auto mantissa = static_cast<std::uint32_t>(r >> 32) & 0x7FFFFFU;
+    return std::bit_cast<float>(sign | (exponent << 23) | mantissa);
+  }
+  /// A finite float of at least zero (a second moment).
+  float magnitude() { return std::fabs(any()); }
+  /// A float in (0, 1) (a decay rate).
+  float unit() { return static_cast<float>((next() >> 40) + 1) / 16777218.0f; }
+};
+
+/// Whether `a` and `b` have the same bits (any two NaNs count as equal: which NaN an invalid
+/// operation gives is not part of the contract).
+bool same_bits(float a, float b) {
+  return std::bit_cast<std::uint32_t>(a) == std::bit_cast<std::uint32_t>(b) ||
+         (std::isnan(a) && std::isnan(b));
+}
+
+/// Hyperparameters to test with: the usual ones at steps 1 and 1000, and random ones (tiny and
+/// denormal epsilons, rates of any size).
+std::vector<stoke::AdamStepFactors> adam_factor_sets() {
+  std::vector<stoke::AdamStepFactors> sets{
+      {.beta1 = 0.9f,
+       .beta2 = 0.999f,
+       .epsilon = 1e-8f,
+       .decay = 1.0f,
+       .learning_rate = 1e-3f,
+       .correction1 = 0.1f,
+       .root_correction2 = 0.0316227766f},
+      {.beta1 = 0.9f,
+       .beta2 = 0.99f,
+       .epsilon = 1e-6f,
+       .decay = 0.9995f,
+       .learning_rate = 0.05f,
+       .correction1 = 1.0f,
+       .root_correction2 = 0.99997f},
+  };
+  Bits bits{.state = 29};
+  for (int k = 0; k < 6; ++k) {
+    sets.push_back({.beta1 = bits.unit(),
+                    .beta2 = bits.unit(),
+                    .epsilon = k % 2 == 0 ? 1e-40f : bits.magnitude(),
+                    .decay = bits.unit(),
+                    .learning_rate = bits.magnitude(),
+                    .correction1 = bits.unit(),
+                    .root_correction2 = bits.unit()});
+  }
+  return sets;
+}
+
+TEST(ExactArithmetic, PacketSquareRootIsCorrectlyRoundedOverEveryRangeOfFloats) {
+  // Every 509th bit pattern of the non-negative floats (zero, denormals, normals, infinity
+  // and NaNs), then every denormal's neighbourhood of zero one by one.
+  std::vector<float> values;
+  for (std::uint64_t bits = 0; bits <= 0x7FFFFFFFULL; bits += 509) {
+    values.push_back(std::bit_cast<float>(static_cast<std::uint32_t>(bits)));
+  }
+  for (std::uint32_t bits = 0; bits < 4096; ++bits) values.push_back(std::bit_cast<float>(bits));
+  while (values.size() % stoke::exact::packet_floats != 0) values.push_back(1.0f);
+  std::vector<float> roots(values.size());
+  for (std::size_t i = 0; i < values.size(); i += stoke::exact::packet_floats) {
+    using stoke::exact::Packet;
+    stoke::exact::store(roots.data() + i,
+                        stoke::exact::sqrt(stoke::exact::load<Packet>(&values[i])));
+  }
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    ASSERT_TRUE(same_bits(roots[i], std::sqrt(values[i])))
+        << stoke::exact::packet_isa << ": sqrt of bits 0x" << std::hex
+        << std::bit_cast<std::uint32_t>(values[i]);
+  }
+}
+
+TEST(Adam, PacketAndScalarPathsEqualTheStdSqrtReferenceBitForBit) {
+  constexpr std::size_t kCount = (1 << 16) + 5;  // whole packets of every width, and a tail
+  std::size_t nans = 0;
+  for (const stoke::AdamStepFactors& f : adam_factor_sets()) {
+    Bits bits{.state = std::bit_cast<std::uint32_t>(f.beta1)};
+    std::vector<float> p(kCount), m(kCount), v(kCount), g(kCount);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      p[i] = bits.any();
+      m[i] = bits.any();
+      v[i] = bits.magnitude();
+      g[i] = bits.any();
+    }
+    auto want_p = p, want_m = m, want_v = v;
+    for (std::size_t i = 0; i < kCount; ++i)
+      adam_reference(f, want_p[i], want_m[i], want_v[i], g[i]);
+    // The packet path over the whole packets, then the scalar path over the tail.
+    auto packet_p = p, packet_m = m, packet_v = v;
+    const std::size_t whole = kCount - kCount % stoke::exact::packet_floats;
+    stoke::adam_update<stoke::exact::Packet>(whole, f, packet_p.data(), packet_m.data(),
+                                             packet_v.data(), g.data());
+    stoke::adam_update<float>(kCount - whole, f, packet_p.data() + whole, packet_m.data() + whole,
+                              packet_v.data() + whole, g.data() + whole);
+    // The scalar path throughout.
+    auto scalar_p = p, scalar_m = m, scalar_v = v;
+    stoke::adam_update<float>(kCount, f, scalar_p.data(), scalar_m.data(), scalar_v.data(),
+                              g.data());
+    for (std::size_t i = 0; i < kCount; ++i) {
+      nans += std::isnan(want_p[i]) ? 1 : 0;
+      ASSERT_TRUE(same_bits(packet_p[i], want_p[i]) && same_bits(packet_m[i], want_m[i]) &&
+                  same_bits(packet_v[i], want_v[i]))
+          << stoke::exact::packet_isa << " at " << i << std::hexfloat << ": p " << packet_p[i]
+          << " vs " << want_p[i] << ", v " << packet_v[i] << " vs " << want_v[i];
+      ASSERT_TRUE(same_bits(scalar_p[i], want_p[i]) && same_bits(scalar_m[i], want_m[i]) &&
+                  same_bits(scalar_v[i], want_v[i]))
+          << "scalar at " << i << std::hexfloat << ": p " << scalar_p[i] << " vs " << want_p[i];
+    }
+  }
+  EXPECT_LT(nans, kCount) << "the values should mostly stay finite";
+}
+
+TEST(Adam, StepEqualsTheStdSqrtReferenceBitForBitAtEveryStep) {
+  constexpr std::size_t kCount = 4099;
+  const float beta1 = 0.9f, beta2 = 0.999f, epsilon = 1e-8f, weight_decay = 0.01f;
+  stoke::Adam adam(beta1, beta2, epsilon, weight_decay);
+  Bits bits{.state = 7};
+  std::vector<float> p(kCount), m(kCount, 0.0f), v(kCount, 0.0f);
+  for (float& x : p) x = bits.any();
+  auto got = p;
+  for (int step = 1; step <= 4; ++step) {
+    std::vector<float> g(kCount);
+    for (float& x : g) x = bits.any();
+    const float rate = 1e-3f * static_cast<float>(step);
+    const double t = step;
+    const stoke::AdamStepFactors f{
+        .beta1 = beta1,
+        .beta2 = beta2,
+        .epsilon = epsilon,
+        .decay = alone(1.0f - alone(rate * weight_decay)),
+        .learning_rate = rate,
+        .correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1), t)),
+        .root_correction2 =
+            static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(beta2), t)))};
+    for (std::size_t i = 0; i < kCount; ++i) adam_reference(f, p[i], m[i], v[i], g[i]);
+    adam.step(got, g, rate);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      ASSERT_TRUE(same_bits(got[i], p[i])) << "step " << step << " at " << i;
+    }
+  }
+  const auto state = adam.state();
+  for (std::size_t i = 0; i < kCount; ++i) {
+    ASSERT_TRUE(same_bits(state[2 + i], m[i]) && same_bits(state[2 + kCount + i], v[i]))
+        << "moments at " << i;
+  }
+}
+
+TEST(Adam, UpdateBitsAreTheSameOnEveryInstructionSet) {
+  // A checksum of the packet path's bits over random values, computed once with the scalar
+  // reference: every build (SSE2, AVX2 and FMA, AVX-512, NEON) must give it.
+  constexpr std::size_t kCount = 10007;
+  const stoke::AdamStepFactors f = adam_factor_sets()[0];
+  Bits bits{.state = 2026};
+  std::vector<float> p(kCount), m(kCount), v(kCount), g(kCount);
+  for (std::size_t i = 0; i < kCount; ++i) {
+    p[i] = bits.any();
+    m[i] = bits.any();
+    v[i] = bits.magnitude();
+    g[i] = bits.any();
+  }
+  for (int step = 0; step < 3; ++step) {
+    const std::size_t whole = stoke::exact::whole_packets(kCount);
+    stoke::adam_update<stoke::exact::Packet>(whole, f, p.data(), m.data(), v.data(), g.data());
+    stoke::adam_update<float>(kCount - whole, f, p.data() + whole, m.data() + whole,
+                              v.data() + whole, g.data() + whole);
+  }
+  std::uint64_t hash = 0xCBF29CE484222325ULL;  // FNV-1a over the bits, NaNs as one value
+  for (const auto* array : {&p, &m, &v}) {
+    for (float x : *array) {
+      const std::uint32_t word = std::isnan(x) ? 0x7FC00000U : std::bit_cast<std::uint32_t>(x);
+      for (int byte = 0; byte < 4; ++byte) {
+        hash = (hash ^ ((word >> (8 * byte)) & 0xFFU)) * 0x100000001B3ULL;
+      }
+    }
+  }
+  EXPECT_EQ(hash, 0x66E3456CC0B8FB01ULL) << "on " << stoke::exact::packet_isa;
+}
+
+TEST(Sgd, PacketAndScalarPathsEqualTheReferenceBitForBit) {
+  constexpr std::size_t kCount = (1 << 16) + 7;
+  Bits bits{.state = 11};
+  for (int set = 0; set < 4; ++set) {
+    const float momentum = set == 0 ? 0.9f : bits.unit();
+    const float weight_decay = set == 0 ? 1e-4f : bits.magnitude();
+    const float rate = set == 0 ? 0.1f : bits.magnitude();
+    std::vector<float> p(kCount), v(kCount), g(kCount);
+    for (std::size_t i = 0; i < kCount; ++i) {
+      p[i] = bits.any();
+      v[i] = bits.any();
+      g[i] = bits.any();
+    }
+    auto want_p = p, want_v = v;
+    for (std::size_t i = 0; i < kCount; ++i) {
+      sgd_reference(momentum, weight_decay, rate, want_p[i], want_v[i], g[i]);
+    }
+    auto scalar_p = p, scalar_v = v;
+    stoke::sgd_update<float>(kCount, momentum, weight_decay, rate, scalar_p.data(), scalar_v.data(),
+                             g.data());
+    stoke::Sgd sgd(rate, momentum, weight_decay);
+    sgd.load_state(v);
+    sgd.step(p, g, rate);  // packets, then the tail one float at a time
+    const auto velocity = sgd.state();
+    for (std::size_t i = 0; i < kCount; ++i) {
+      ASSERT_TRUE(same_bits(p[i], want_p[i]) && same_bits(velocity[i], want_v[i]))
+          << stoke::exact::packet_isa << " at " << i << std::hexfloat << ": p " << p[i] << " vs "
+          << want_p[i];
+      ASSERT_TRUE(same_bits(scalar_p[i], want_p[i]) && same_bits(scalar_v[i], want_v[i]))
+          << "scalar at " << i;
+    }
   }
 }
 

@@ -2,6 +2,7 @@
 // reports its own status.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <type_traits>
 
@@ -17,6 +18,37 @@ constexpr unsigned threads_per_block = 256;
 inline unsigned blocks_for(std::size_t work, std::size_t limit = 65535) {
   const std::size_t wanted = (work + threads_per_block - 1) / threads_per_block;
   return static_cast<unsigned>(wanted < limit ? (wanted == 0 ? 1 : wanted) : limit);
+}
+
+/// The multiprocessors of the current device, asked once per device (0 when the runtime cannot
+/// say).
+inline unsigned multiprocessors() noexcept {
+  constexpr int cached = 64;
+  static std::atomic<int> known[cached] = {};
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return 0;
+  if (device >= 0 && device < cached) {
+    if (const int count = known[device].load(std::memory_order_relaxed); count > 0) {
+      return static_cast<unsigned>(count);
+    }
+  }
+  int count = 0;
+  if (cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device) != cudaSuccess ||
+      count <= 0) {
+    return 0;
+  }
+  if (device >= 0 && device < cached) known[device].store(count, std::memory_order_relaxed);
+  return static_cast<unsigned>(count);
+}
+
+/// A looping grid for `work` items, one per thread: `per_multiprocessor` blocks on each
+/// multiprocessor of the current device (enough to hide the memory's latency, few enough that
+/// every block stays resident and the table each block copies to shared memory is copied
+/// rarely), fewer when the work needs fewer.
+inline unsigned resident_blocks(std::size_t work, unsigned per_multiprocessor = 4) {
+  const unsigned wanted = blocks_for(work);
+  const unsigned resident = multiprocessors() * per_multiprocessor;
+  return resident == 0 || wanted < resident ? wanted : resident;
 }
 
 /// The blocks and threads of a one-dimensional launch.

@@ -9,15 +9,7 @@ namespace {
 
 using detail::blocks_for;
 using detail::launch;
-
-/// Bytes one thread converts in the vector path.
-constexpr std::size_t bytes_per_thread = 16;
-
-/// Converts four bytes of `word` (little-endian) through `table`.
-__device__ float4 lookup4(const float* table, unsigned word) {
-  return make_float4(table[word & 0xFFU], table[(word >> 8) & 0xFFU], table[(word >> 16) & 0xFFU],
-                     table[word >> 24]);
-}
+using detail::resident_blocks;
 
 /// Copies the table into shared memory: lookups by arbitrary bytes in a warp would serialise
 /// in the kernel parameters' constant bank.
@@ -26,28 +18,25 @@ __device__ void load_table(float* shared, const ByteTable& table) {
   __syncthreads();
 }
 
-/// Thread t converts bytes [16 t, 16 t + 16) with one 16-byte load and four float4 stores
-/// for the first `vectors` vectors (0 where a pointer is not 16-byte aligned); the bytes after
-/// them are converted one a thread.
+/// Looping over the grid, thread t converts bytes [4 t, 4 t + 4) of the first `quads` quads
+/// (0 where `in` is not 4-byte or `out` not 16-byte aligned) with one `uchar4` load and one
+/// `float4` store: a warp reads 128 consecutive bytes and writes 512 consecutive bytes, whole
+/// sectors both. The bytes after them (fewer than 4, or all where not aligned) are converted
+/// one a thread. Every value is a table entry, so it equals the CPU's by construction.
 __global__ void normalize_u8_kernel(const std::uint8_t* in, float* out, std::size_t count,
-                                    std::size_t vectors, ByteTable table) {
+                                    std::size_t quads, ByteTable table) {
   __shared__ float shared[256];
   load_table(shared, table);
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
   const std::size_t first = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
-  const auto* in16 = reinterpret_cast<const uint4*>(in);
+  const auto* in4 = reinterpret_cast<const uchar4*>(in);
   auto* out4 = reinterpret_cast<float4*>(out);
-  for (std::size_t v = first; v < vectors; v += stride) {
-    const uint4 bytes = __ldg(in16 + v);
-    float4* target = out4 + v * 4;
-    __stcs(target + 0, lookup4(shared, bytes.x));
-    __stcs(target + 1, lookup4(shared, bytes.y));
-    __stcs(target + 2, lookup4(shared, bytes.z));
-    __stcs(target + 3, lookup4(shared, bytes.w));
+  for (std::size_t q = first; q < quads; q += stride) {
+    const uchar4 bytes = __ldg(in4 + q);
+    __stcs(out4 + q,
+           make_float4(shared[bytes.x], shared[bytes.y], shared[bytes.z], shared[bytes.w]));
   }
-  for (std::size_t i = vectors * bytes_per_thread + first; i < count; i += stride) {
-    out[i] = shared[in[i]];
-  }
+  for (std::size_t i = quads * 4 + first; i < count; i += stride) out[i] = shared[in[i]];
 }
 
 /// The device's nanosecond clock.
@@ -84,13 +73,13 @@ __global__ void delayed_copy_kernel(const float* in, float* out, std::size_t cou
 cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
                          const ByteTable& table, cudaStream_t stream) noexcept {
   if (count == 0) return cudaSuccess;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 16 == 0 &&
+  const bool aligned = reinterpret_cast<std::uintptr_t>(in) % 4 == 0 &&
                        reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  // Aligned: one vector a thread (a grid-stride loop past 65535 blocks), the tail of fewer
-  // than 16 bytes needs one block. Not aligned: every byte alone.
-  const std::size_t vectors = aligned ? count / bytes_per_thread : 0;
-  return launch(normalize_u8_kernel, blocks_for(aligned ? vectors : count), stream, in, out, count,
-                vectors, table);
+  // Aligned: one quad a thread; the tail of fewer than 4 bytes is taken by the first threads.
+  // Not aligned: every byte alone. Either way a looping grid of 4 blocks a multiprocessor.
+  const std::size_t quads = aligned ? count / 4 : 0;
+  return launch(normalize_u8_kernel, resident_blocks(aligned ? quads : count), stream, in, out,
+                count, quads, table);
 }
 
 cudaError_t spin(std::uint64_t nanoseconds, const float* input, float* sink,

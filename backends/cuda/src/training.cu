@@ -1,8 +1,11 @@
 // The CUDA backend's training kernels: the element-wise optimizers (SGD, Adam) and a softmax
 // classifier's forward pass, gradient sums and validation sums. Each computes what the Vulkan
 // shaders (backends/vulkan/shaders/*.comp) compute, in the same order; the optimizers equal
-// stoke::Sgd and stoke::Adam on the host bit for bit, so this file is compiled with
-// -fmad=false (no multiply-add is fused where the host has none; see CMakeLists.txt).
+// stoke::Sgd and stoke::Adam on the host bit for bit: the optimizers spell out every operation
+// as an IEEE intrinsic (__fmul_rn, __fadd_rn, __fdiv_rn, __fsqrt_rn: correctly rounded, never
+// fused, whatever -use_fast_math or -fmad say) in the host's order, and the file is compiled
+// with -fmad=false besides (no multiply-add is fused in the other kernels where the host has
+// none; see CMakeLists.txt).
 #include <cfloat>
 #include <cstddef>
 #include <cstdint>
@@ -41,7 +44,7 @@ __device__ bool gradient_scale(const OptimizerStep& step, const float* reduced, 
   }
   const float count = reduced[tail + 1];
   if (count <= 0.0f) return false;
-  scale = 1.0f / count;
+  scale = __fdiv_rn(1.0f, count);
   return true;
 }
 
@@ -51,10 +54,13 @@ __global__ void sgd_step_kernel(OptimizerStep step, SgdFactors factors, float* p
   if (!gradient_scale(step, reduced, history, scale)) return;
   for (std::size_t i = first_index(); i < step.size; i += grid_stride()) {
     const std::size_t p = step.begin + i;
-    const float g = reduced[p] * scale;
-    const float v = factors.momentum * velocity[i] + (g + factors.weight_decay * parameters[p]);
+    const float g = __fmul_rn(reduced[p], scale);
+    // stoke::sgd_update's order, each operation rounded alone as on the host:
+    //   v = (momentum * v) + (g + (weight_decay * p));  p = p - (lr * v)
+    const float v = __fadd_rn(__fmul_rn(factors.momentum, velocity[i]),
+                              __fadd_rn(g, __fmul_rn(factors.weight_decay, parameters[p])));
     velocity[i] = v;
-    parameters[p] = parameters[p] - step.learning_rate * v;
+    parameters[p] = __fsub_rn(parameters[p], __fmul_rn(step.learning_rate, v));
   }
 }
 
@@ -65,14 +71,22 @@ __global__ void adam_step_kernel(OptimizerStep step, AdamFactors factors, float*
   if (!gradient_scale(step, reduced, history, scale)) return;
   for (std::size_t i = first_index(); i < step.size; i += grid_stride()) {
     const std::size_t p = step.begin + i;
-    const float g = reduced[p] * scale;
-    const float m = factors.beta1 * first[i] + (1.0f - factors.beta1) * g;
-    const float v = factors.beta2 * second[i] + (1.0f - factors.beta2) * (g * g);
+    const float g = __fmul_rn(reduced[p], scale);
+    // stoke::adam_update's order (learner/include/stoke/learner/optim/adam.hpp), each
+    // operation rounded alone (IEEE square root and division, nothing fused), as on the host:
+    //   m = (beta1 * m) + ((1 - beta1) * g)
+    //   v = (beta2 * v) + ((1 - beta2) * (g * g))
+    //   p = (p * decay) - ((lr * (m / c1)) / ((sqrt(v) / rc2) + epsilon))
+    const float m =
+        __fadd_rn(__fmul_rn(factors.beta1, first[i]), __fmul_rn(__fsub_rn(1.0f, factors.beta1), g));
+    const float v = __fadd_rn(__fmul_rn(factors.beta2, second[i]),
+                              __fmul_rn(__fsub_rn(1.0f, factors.beta2), __fmul_rn(g, g)));
     first[i] = m;
     second[i] = v;
-    const float change = step.learning_rate * (m / factors.correction1) /
-                         (sqrtf(v) / factors.root_correction2 + factors.epsilon);
-    parameters[p] = parameters[p] * factors.decay - change;
+    const float change =
+        __fdiv_rn(__fmul_rn(step.learning_rate, __fdiv_rn(m, factors.correction1)),
+                  __fadd_rn(__fdiv_rn(__fsqrt_rn(v), factors.root_correction2), factors.epsilon));
+    parameters[p] = __fsub_rn(__fmul_rn(parameters[p], factors.decay), change);
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cuda_runtime_api.h>
 
 #include <stoke/core/collective.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/core/staging.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
@@ -70,7 +71,8 @@ struct Backend : training::Operations {
   /// `"cuda"`.
   static constexpr std::string_view name() noexcept { return "cuda"; }
 
-  /// The visible devices `cuda:0 .. cuda:N-1`; none when there is no device or no driver
+  /// The visible GPUs `cuda:0 .. cuda:N-1` (lane 0 of each); none when there is no device or no
+  /// driver
   /// (`unavailable_reason` says why). Other runtime errors throw.
   static std::vector<Device> devices() {
     const DeviceCount found = device_count();
@@ -79,6 +81,22 @@ struct Backend : training::Operations {
     std::vector<Device> out(static_cast<std::size_t>(found.count));
     for (int i = 0; i < found.count; ++i) out[static_cast<std::size_t>(i)].ordinal = i;
     return out;
+  }
+
+  /// `count` devices laid over the visible GPUs, lanes round-robin (`lanes_over`): on one
+  /// GPU `cuda:0, cuda:0.1, cuda:0.2, ...`; on two `cuda:0, cuda:1, cuda:0.1, ...`. Throws
+  /// `UsageError` when they cannot be given (no GPU visible, saying why, or more than
+  /// `max_lanes_per_gpu` lanes on a GPU); other runtime errors throw.
+  static std::vector<Device> devices(std::size_t count) {
+    const DeviceCount found = device_count();
+    if (found.status != cudaErrorNoDevice && found.status != cudaErrorInsufficientDriver) {
+      STOKE_CUDA_CHECK(found.status);
+    }
+    if (found.count == 0 && count > 0) {
+      throw UsageError("cuda: " + std::to_string(count) + " devices asked for, but " +
+                       cuda::unavailable_reason());
+    }
+    return lanes_over(static_cast<std::size_t>(found.count), count);
   }
 
   /// Why no device is visible (empty when one is).
@@ -90,7 +108,8 @@ struct Backend : training::Operations {
   }
 
 #if defined(STOKE_CUDA_HAS_NCCL)
-  /// An NCCL all_reduce among the local `devices` (one thread each).
+  /// An NCCL all_reduce among the local `devices` (one thread each), which must be on distinct
+  /// GPUs (lanes need the hierarchical collective, not built yet: `UsageError`).
   static std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices) {
     return std::make_unique<Collective>(devices);
   }

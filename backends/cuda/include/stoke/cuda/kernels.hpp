@@ -13,7 +13,7 @@
 
 namespace stoke::cuda::kernels {
 
-/// The float of every byte value, as `stoke::detail::normalization_table` computes it (a plain
+/// The float of every byte value, as `stoke::normalization_table` computes it (a plain
 /// array, passed to the kernel by value).
 struct ByteTable {
   float values[256];  ///< `values[b]` is what byte `b` becomes
@@ -26,10 +26,11 @@ struct ByteTable {
   }
 };
 
-/// `out[i] = table.values[in[i]]` for `i < count`. Reads 16 bytes and writes four float4 a
-/// thread where `in` and `out` are 16-byte aligned (device allocations are), so it runs at the
-/// device's memory bandwidth; the values are those of the table, so they equal
-/// `cpu::ImageBatcher`'s bit for bit.
+/// `out[i] = table.values[in[i]]` for `i < count`, nothing else written. Where `in` is 4-byte
+/// and `out` 16-byte aligned (device allocations are), each thread loads a `uchar4` and stores
+/// one coalesced `float4`, the table in shared memory, a looping grid of 4 blocks a
+/// multiprocessor: it runs near the device's copy bandwidth. The values are those of the
+/// table, so they equal `cpu::ImageBatcher`'s bit for bit.
 cudaError_t normalize_u8(const std::uint8_t* in, float* out, std::size_t count,
                          const ByteTable& table, cudaStream_t stream) noexcept;
 
@@ -50,7 +51,9 @@ struct ImageRowsShape {
 /// `out[((n * C + c) * H + y) * W + x] = tables.values[c][b]`, `b` being byte
 /// `((n * H + y) * W + x') * C + c` of `in`, `x' = W - 1 - x` where `flips[n]` is non-zero and
 /// `x` elsewhere: the rows of `in` mirrored where flagged and normalised into CHW floats, equal
-/// bit for bit to `stoke::images::normalize_into` on the host. `flips` is 4-byte aligned.
+/// bit for bit to `stoke::images::normalize_into` on the host (table entries, nothing computed).
+/// `flips` is 4-byte aligned. Where `out` is 16-byte aligned each thread stores four
+/// consecutive outputs as one `float4`; a looping grid of 4 blocks a multiprocessor.
 cudaError_t normalize_flip_chw(const std::uint8_t* in, const std::uint32_t* flips, float* out,
                                const ImageRowsShape& shape, const ChannelTables& tables,
                                cudaStream_t stream) noexcept;

@@ -9,6 +9,7 @@
 #error "stoke::cuda was built without NCCL (STOKE_ENABLE_NCCL is OFF)"
 #endif
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -17,6 +18,7 @@
 #include <shared_mutex>
 #include <source_location>
 #include <span>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <utility>
@@ -81,11 +83,22 @@ class NcclComm {
 /// will never come.
 class NcclCollective {
  public:
-  /// A clique over the local `devices` (`ncclCommInitAll`); devices must be distinct.
+  /// A clique over the local `devices` (`ncclCommInitAll`); devices must be on distinct GPUs
+  /// (NCCL takes one rank a GPU: several lanes of one GPU are a `UsageError` until the
+  /// hierarchical collective sums them on the device first).
   explicit NcclCollective(std::vector<Device> devices) : devices_(std::move(devices)) {
     if (devices_.empty()) throw UsageError("stoke: cuda: a collective needs a device");
     std::vector<int> ordinals;
-    for (const Device& device : devices_) ordinals.push_back(device.ordinal);
+    for (const Device& device : devices_) {
+      if (std::find(ordinals.begin(), ordinals.end(), device.ordinal) != ordinals.end()) {
+        std::ostringstream message;
+        message << "stoke: cuda: " << device << " shares GPU " << device.ordinal
+                << " with another device of the collective; NCCL takes one device a GPU, and "
+                   "lanes (several devices on one GPU) have no collective yet";
+        throw UsageError(message.str());
+      }
+      ordinals.push_back(device.ordinal);
+    }
     std::vector<ncclComm_t> comms(devices_.size());
     STOKE_NCCL_CHECK(
         ncclCommInitAll(comms.data(), static_cast<int>(comms.size()), ordinals.data()));
@@ -126,7 +139,7 @@ class NcclCollective {
   }
 
   /// See `stoke::all_gather`: every participant's device `values` receives, in each shard
-  /// `shard_of(values.size(), k, size())`, participant `k`'s values there. Across ranks
+  /// `parameter_shard(values.size(), k, size())`, participant `k`'s values there. Across ranks
   /// (communicators from `make_rank_communicators`) every rank receives the shards of rank
   /// 0's participants: the replicas of every rank hold the same values, as
   /// `dist::GroupCollective::all_gather` assumes. Waits, times out and aborts as
@@ -188,7 +201,7 @@ class NcclCollective {
     const std::size_t length = values.size();
     if (length == 0) return;
     if (static_cast<std::size_t>(count) == parts && length % parts == 0) {
-      const Shard own = shard_of(length, participant, parts);
+      const ParameterShard own = parameter_shard(length, participant, parts);
       STOKE_NCCL_CHECK(ncclAllGather(values.data() + own.begin, values.data(), own.size(),
                                      ncclFloat, comm, stream));
       return;
@@ -196,7 +209,7 @@ class NcclCollective {
     STOKE_NCCL_CHECK(ncclGroupStart());
     try {
       for (std::size_t k = 0; k < parts; ++k) {
-        const Shard shard = shard_of(length, k, parts);
+        const ParameterShard shard = parameter_shard(length, k, parts);
         if (shard.size() == 0) continue;
         float* at = values.data() + shard.begin;
         STOKE_NCCL_CHECK(

@@ -2,7 +2,6 @@
 /// @file
 /// `Adam`: Adam with bias correction and decoupled (AdamW-style) weight decay.
 
-#include <algorithm>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -10,12 +9,59 @@
 #include <string>
 #include <vector>
 
-#include <Eigen/Core>
-
 #include <stoke/core/error.hpp>
+#include <stoke/core/exact_arithmetic.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
+
+/// What one Adam step multiplies and adds, computed once a step (the corrections in double,
+/// as `Adam::step` does).
+struct AdamStepFactors {
+  float beta1;             ///< first-moment decay
+  float beta2;             ///< second-moment decay
+  float epsilon;           ///< added to the root of the second moment
+  float decay;             ///< `1 - learning_rate * weight_decay`
+  float learning_rate;     ///< this step's rate
+  float correction1;       ///< `1 - beta1^t`
+  float root_correction2;  ///< `sqrt(1 - beta2^t)`
+};
+
+/// Adam's update of `count` elements (a whole number of `F`s: `float` or `exact::Packet`),
+/// every operation rounded on its own (IEEE square root, nothing fused), in this order:
+/// ```
+/// m = (beta1 * m) + ((1 - beta1) * g)
+/// v = (beta2 * v) + ((1 - beta2) * (g * g))
+/// p = (p * decay) - ((lr * (m / c1)) / ((sqrt(v) / rc2) + epsilon))
+/// ```
+/// So the result does not depend on the instruction set, the packet width or where a span
+/// starts; the CUDA kernel (backends/cuda/src/training.cu) takes the same operations in the
+/// same order and equals it bit for bit.
+template <class F>
+void adam_update(std::size_t count, const AdamStepFactors& factors, float* parameters, float* first,
+                 float* second, const float* gradients) noexcept {
+  const F beta1 = exact::splat<F>(factors.beta1);
+  const F rest1 = exact::splat<F>(1.0f - factors.beta1);
+  const F beta2 = exact::splat<F>(factors.beta2);
+  const F rest2 = exact::splat<F>(1.0f - factors.beta2);
+  const F epsilon = exact::splat<F>(factors.epsilon);
+  const F decay = exact::splat<F>(factors.decay);
+  const F rate = exact::splat<F>(factors.learning_rate);
+  const F correction1 = exact::splat<F>(factors.correction1);
+  const F root_correction2 = exact::splat<F>(factors.root_correction2);
+  for (std::size_t i = 0; i < count; i += exact::lanes<F>) {
+    const F g = exact::load<F>(gradients + i);
+    const F m = exact::add(exact::mul(beta1, exact::load<F>(first + i)), exact::mul(rest1, g));
+    const F v = exact::add(exact::mul(beta2, exact::load<F>(second + i)),
+                           exact::mul(rest2, exact::mul(g, g)));
+    const F change = exact::div(exact::mul(rate, exact::div(m, correction1)),
+                                exact::add(exact::div(exact::sqrt(v), root_correction2), epsilon));
+    exact::store(parameters + i,
+                 exact::sub(exact::mul(exact::load<F>(parameters + i), decay), change));
+    exact::store(first + i, m);
+    exact::store(second + i, v);
+  }
+}
 
 /// Adam (Kingma and Ba) with decoupled weight decay (Loshchilov and Hutter's AdamW), as in
 /// PyTorch's `AdamW`: at step `t` (from 1), `p *= 1 - lr * weight_decay`,
@@ -60,36 +106,22 @@ class Adam {
     const auto correction1 = static_cast<float>(1.0 - std::pow(static_cast<double>(beta1_), t));
     const auto root_correction2 =
         static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(beta2_), t)));
-    const float decay = 1.0f - learning_rate * weight_decay_;
-    // Eigen computes the elements of a span before its first aligned address and after its
-    // last whole packet one at a time, and the rest in packets, and its packet square root
-    // (rsqrt and a Newton step, under EIGEN_FAST_MATH) rounds otherwise than std::sqrt. So
-    // that a parameter's update does not depend on where its span starts (a shard of the
-    // sharded step starts anywhere; a rank steps the whole), every element is updated in
-    // packets: a chunk at a time, copied into aligned scratch padded to whole blocks.
-    alignas(kBlockBytes) float chunk_p[kChunk], chunk_m[kChunk], chunk_v[kChunk], chunk_g[kChunk];
-    for (std::size_t begin = 0; begin < n; begin += kChunk) {
-      const std::size_t count = std::min(kChunk, n - begin);
-      const std::size_t padded = (count + kBlock - 1) / kBlock * kBlock;
-      const auto load = [&](const float* from, float* to) {
-        std::copy_n(from + begin, count, to);
-        std::fill(to + count, to + padded, 0.0f);
-      };
-      load(parameters.data(), chunk_p);
-      load(first_.data(), chunk_m);
-      load(second_.data(), chunk_v);
-      load(gradients.data(), chunk_g);
-      const auto size = static_cast<Eigen::Index>(padded);
-      using AlignedArray = Eigen::Map<Eigen::ArrayXf, Eigen::Aligned64>;
-      AlignedArray p(chunk_p, size), m(chunk_m, size), v(chunk_v, size);
-      const Eigen::Map<const Eigen::ArrayXf, Eigen::Aligned64> g(chunk_g, size);
-      m = beta1_ * m + (1.0f - beta1_) * g;
-      v = beta2_ * v + (1.0f - beta2_) * g.square();
-      p = p * decay - learning_rate * (m / correction1) / (v.sqrt() / root_correction2 + epsilon_);
-      std::copy_n(chunk_p, count, parameters.data() + begin);
-      std::copy_n(chunk_m, count, first_.data() + begin);
-      std::copy_n(chunk_v, count, second_.data() + begin);
-    }
+    const AdamStepFactors factors{
+        .beta1 = beta1_,
+        .beta2 = beta2_,
+        .epsilon = epsilon_,
+        .decay = exact::sub(1.0f, exact::mul(learning_rate, weight_decay_)),
+        .learning_rate = learning_rate,
+        .correction1 = correction1,
+        .root_correction2 = root_correction2};
+    // Whole packets, then the last few elements one at a time: each rounds as the other.
+    const std::size_t whole = exact::whole_packets(n);
+    float* p = parameters.data();
+    float* m = first_.data();
+    float* v = second_.data();
+    const float* g = gradients.data();
+    adam_update<exact::Packet>(whole, factors, p, m, v, g);
+    adam_update<float>(n - whole, factors, p + whole, m + whole, v + whole, g + whole);
   }
 
   /// The whole state as floats: `{steps % 2^24, steps / 2^24, m..., v...}` (the step count
@@ -123,11 +155,6 @@ class Adam {
 
  private:
   static constexpr std::uint64_t kStepRadix = std::uint64_t{1} << 24;
-  /// Floats in a block: a whole number of packets for every SIMD width Eigen uses for floats.
-  static constexpr std::size_t kBlock = 16;
-  static constexpr std::size_t kBlockBytes = kBlock * sizeof(float);  ///< 64: AVX-512's packet
-  /// Floats updated at a time in aligned scratch (four arrays of 4 KiB: in L1).
-  static constexpr std::size_t kChunk = 1024;
 
   float beta1_;
   float beta2_;

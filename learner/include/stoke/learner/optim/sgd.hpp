@@ -6,11 +6,34 @@
 #include <span>
 #include <vector>
 
-#include <Eigen/Core>
-
+#include <stoke/core/exact_arithmetic.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
+
+/// SGD's update of `count` elements (a whole number of `F`s: `float` or `exact::Packet`),
+/// every operation rounded on its own (nothing fused), in this order:
+/// ```
+/// v = (momentum * v) + (g + (weight_decay * p))
+/// p = p - (lr * v)
+/// ```
+/// So the result does not depend on the instruction set, the packet width or where a span
+/// starts; the CUDA kernel (backends/cuda/src/training.cu) takes the same operations in the
+/// same order.
+template <class F>
+void sgd_update(std::size_t count, float momentum, float weight_decay, float learning_rate,
+                float* parameters, float* velocity, const float* gradients) noexcept {
+  const F decay = exact::splat<F>(momentum);
+  const F l2 = exact::splat<F>(weight_decay);
+  const F rate = exact::splat<F>(learning_rate);
+  for (std::size_t i = 0; i < count; i += exact::lanes<F>) {
+    const F p = exact::load<F>(parameters + i);
+    const F v = exact::add(exact::mul(decay, exact::load<F>(velocity + i)),
+                           exact::add(exact::load<F>(gradients + i), exact::mul(l2, p)));
+    exact::store(velocity + i, v);
+    exact::store(parameters + i, exact::sub(p, exact::mul(rate, v)));
+  }
+}
 
 /// Stochastic gradient descent with classic (heavy-ball) momentum, as in PyTorch's `SGD`:
 /// `g' = g + weight_decay * p`, `v = momentum * v + g'`, `p -= learning_rate * v`, with the
@@ -40,11 +63,14 @@ class Sgd {
     detail::check_optimizer_size("Sgd", "gradient buffer", gradients.size(), parameters.size());
     if (velocity_.empty()) velocity_.assign(parameters.size(), 0.0f);
     detail::check_optimizer_size("Sgd", "velocity state", velocity_.size(), parameters.size());
-    const auto size = static_cast<Eigen::Index>(parameters.size());
-    Eigen::Map<Eigen::ArrayXf> p(parameters.data(), size), v(velocity_.data(), size);
-    const Eigen::Map<const Eigen::ArrayXf> g(gradients.data(), size);
-    v = momentum_ * v + (g + weight_decay_ * p);
-    p -= learning_rate * v;
+    // Whole packets, then the last few elements one at a time: each rounds as the other.
+    const std::size_t whole = exact::whole_packets(parameters.size());
+    float* p = parameters.data();
+    float* v = velocity_.data();
+    const float* g = gradients.data();
+    sgd_update<exact::Packet>(whole, momentum_, weight_decay_, learning_rate, p, v, g);
+    sgd_update<float>(parameters.size() - whole, momentum_, weight_decay_, learning_rate, p + whole,
+                      v + whole, g + whole);
   }
   /// One update at the base learning rate.
   void step(std::span<float> parameters, std::span<const float> gradients) {

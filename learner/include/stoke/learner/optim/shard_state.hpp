@@ -20,7 +20,7 @@ namespace stoke {
 /// is returned as it is. Throws `UsageError` if `state` has neither size.
 template <ElementwiseOptimizer O>
 [[nodiscard]] std::vector<float> shard_state(std::span<const float> state, std::size_t parameters,
-                                             Shard shard) {
+                                             ParameterShard shard) {
   const std::size_t header = O::state_header;
   const std::size_t arrays = O::state_arrays;
   if (state.size() == header) return {state.begin(), state.end()};

@@ -13,6 +13,7 @@
 
 #include <stoke/core/device_training.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/exact_arithmetic.hpp>
 
 namespace stoke::detail {
 
@@ -87,7 +88,7 @@ OptimizerStepSizes checked_optimizer_step(
   return optimizer_step_sizes(backend, step);
 }
 
-/// `checked_optimizer_step` of an SGD step, whose shard state is `velocity`.
+/// `checked_optimizer_step` of an SGD step, whose parameter shard state is `velocity`.
 template <class Tensor>
 OptimizerStepSizes checked_sgd_step(std::string_view backend, const OptimizerStepShape& step,
                                     const Tensor& parameters, const Tensor& velocity,
@@ -96,7 +97,7 @@ OptimizerStepSizes checked_sgd_step(std::string_view backend, const OptimizerSte
                                 reduced, history);
 }
 
-/// `checked_optimizer_step` of an Adam step, whose shard state is `first` and `second`.
+/// `checked_optimizer_step` of an Adam step, whose parameter shard state is `first` and `second`.
 template <class Tensor>
 OptimizerStepSizes checked_adam_step(std::string_view backend, const OptimizerStepShape& step,
                                      const Tensor& parameters, const Tensor& first,
@@ -120,7 +121,7 @@ inline AdamFactors adam_factors(const AdamHyperparameters& hyper, float learning
   return {hyper.beta1,
           hyper.beta2,
           hyper.epsilon,
-          1.0f - learning_rate * hyper.weight_decay,
+          exact::sub(1.0f, exact::mul(learning_rate, hyper.weight_decay)),  // as stoke::Adam
           static_cast<float>(1.0 - std::pow(static_cast<double>(hyper.beta1), t)),
           static_cast<float>(std::sqrt(1.0 - std::pow(static_cast<double>(hyper.beta2), t)))};
 }
