@@ -34,7 +34,7 @@
 
 #include <stoke/cuda.hpp>
 #include <stoke/cuda/kernels.hpp>
-#include <stoke/data/detail/normalization_table.hpp>
+#include <stoke/data/normalization_table.hpp>
 #include <stoke/data/prefetch.hpp>
 #include <stoke/stoke.hpp>
 
@@ -75,7 +75,7 @@ void normalise_bandwidth(const stoke::cuda::Device& device, std::size_t megabyte
   STOKE_CUDA_CHECK(cudaMemsetAsync(bytes.data(), 0x5A, n, stream.handle()));
   STOKE_CUDA_CHECK(cudaMemsetAsync(floats.data(), 0, n * sizeof(float), stream.handle()));
   const auto table =
-      stoke::cuda::kernels::ByteTable::of(stoke::detail::normalization_table(0.286F, 0.353F));
+      stoke::cuda::kernels::ByteTable::of(stoke::normalization_table(0.286F, 0.353F));
   const auto normalise = [&](cudaStream_t s) {
     STOKE_CUDA_CHECK(stoke::cuda::kernels::normalize_u8(
         static_cast<const std::uint8_t*>(bytes.data()), floats.floats().data(), n, table, s));

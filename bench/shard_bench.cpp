@@ -134,7 +134,7 @@ auto builder(const Flags& flags, std::size_t workers) {
 /// One epoch of one rank of `flags.devices` devices, each in its own thread "computing" for
 /// `compute_ms` per step; returns the mean time a step waited for its batch.
 double rank_epoch_wait(const Flags& flags, const stoke::ShardedArrays<float>& data) {
-  auto loader = builder(flags, flags.workers).build(data).shard_part(1, 0);
+  auto loader = builder(flags, flags.workers).build(data).share_by_shards(1, 0);
   auto parts = stoke::split(loader, stoke::cpu::Backend::devices(flags.devices));
   std::vector<double> waits(parts.size());
   std::vector<std::size_t> steps(parts.size());
@@ -175,7 +175,7 @@ double bytes_per_epoch(const Flags& flags, const std::vector<std::filesystem::pa
       caches.emplace_back(files, stoke::npy_format(),
                           stoke::ShardCacheOptions{.resident = resident, .io_threads = 0});
     }
-    // The rank's parts (devices, or workers) step in lockstep, as in training.
+    // The rank's shares (devices, or workers) step in lockstep, as in training.
     auto parts = make_parts(caches, r);
     using Range = decltype(parts.front().iter());
     std::vector<Range> ranges;
@@ -336,19 +336,19 @@ int main(int argc, char** argv) {
 
   // (3): bytes per epoch, all ranks together, no throttling.
   const double by_shards = bytes_per_epoch(flags, files, 1, flags.resident, [&](auto& c, auto r) {
-    return stoke::split(builder(flags, 0).build(c[0]).shard_part(flags.ranks, r),
+    return stoke::split(builder(flags, 0).build(c[0]).share_by_shards(flags.ranks, r),
                         stoke::cpu::Backend::devices(flags.devices));
   });
   const double interleaved = bytes_per_epoch(flags, files, 1, flags.resident, [&](auto& c, auto r) {
-    return stoke::split(builder(flags, 0).build(c[0]).part(flags.ranks, r),
+    return stoke::split(builder(flags, 0).build(c[0]).share(flags.ranks, r),
                         stoke::cpu::Backend::devices(flags.devices));
   });
   // A PyTorch worker process holds its own dataset: each of a rank's workers loads the shard
   // of the batches it makes (every W-th batch of the rank), into a cache of its own.
   const double per_worker = bytes_per_epoch(flags, files, flags.workers, 1, [&](auto& c, auto r) {
-    std::vector<decltype(builder(flags, 0).build(c[0]).part(flags.ranks, r))> parts;
+    std::vector<decltype(builder(flags, 0).build(c[0]).share(flags.ranks, r))> parts;
     for (std::size_t w = 0; w < c.size(); ++w) {
-      parts.push_back(builder(flags, 0).build(c[w]).part(flags.ranks, r).part(c.size(), w));
+      parts.push_back(builder(flags, 0).build(c[w]).share(flags.ranks, r).share(c.size(), w));
     }
     return parts;
   });

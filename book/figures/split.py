@@ -277,10 +277,10 @@ def resume(out: Path) -> Path:
 
 
 def ranks(out: Path) -> Path:
-    """ranks.svg: 14 samples in batches of 2 on 2 ranks x 2 devices: `rank_part` and then
+    """ranks.svg: 14 samples in batches of 2 on 2 ranks x 2 devices: `rank_share` and then
     `split` over the rank's devices are one interleaved split over all 4 devices; device k of
     rank r takes batch r + 2k of every round of 4."""
-    s = scenario(read_json(LAYOUT), "ranks_2x2", ["2 ranks x 2 devices\n(rank_part, split)"])
+    s = scenario(read_json(LAYOUT), "ranks_2x2", ["2 ranks x 2 devices\n(rank_share, split)"])
     figure = figure_of(s, small=True, per_device=True)
     legend(figure, [("rank 0 cpu:0", DEVICE_COLORS[0], None),
                     ("rank 0 cpu:1", DEVICE_COLORS[1], None),

@@ -166,8 +166,8 @@ int main(int argc, char** argv) {
     // Each rank takes whole months (or every N-th batch); the learner splits it over devices.
     const auto how =
         flags.rank_split == "shards" ? stoke::RankSplit::by_shards : stoke::RankSplit::interleaved;
-    auto my_train = stoke::rank_part(train, group.rank(), group.size(), how);
-    auto my_valid = stoke::rank_part(valid, group.rank(), group.size());
+    auto my_train = stoke::rank_share(train, group.rank(), group.size(), how);
+    auto my_valid = stoke::rank_share(valid, group.rank(), group.size());
     // --8<-- [end:loaders]
 
     const std::size_t steps = my_train.num_batches() / flags.devices;

@@ -1,5 +1,5 @@
 // Trains the MLP of examples/fashion_mnist on Fashion-MNIST with several processes, started
-// with `mpirun -np N` (or a cluster's `srun`): each rank takes its part of the loaders, splits
+// with `mpirun -np N` (or a cluster's `srun`): each rank takes its share of the loaders, splits
 // it over its own CPU devices, and the gradients are summed over the devices of every rank.
 // Rank 0 logs and writes the checkpoints; any rank can resume from them, also a run with
 // another number of ranks.
@@ -55,13 +55,13 @@ int main(int argc, char** argv) {
     stoke::dist::check_agreement(group, test);
     // --8<-- [end:agreement]
 
-    // --8<-- [start:rank_part]
-    // This rank's part: every N-th batch of each epoch, starting with batch `rank`. The
+    // --8<-- [start:rank_share]
+    // This rank's share: every N-th batch of each epoch, starting with batch `rank`. The
     // learner splits it over this rank's devices by the same rule.
-    auto my_train = stoke::rank_part(train, group.rank(), group.size());
-    auto my_test = stoke::rank_part(test, group.rank(), group.size());
+    auto my_train = stoke::rank_share(train, group.rank(), group.size());
+    auto my_test = stoke::rank_share(test, group.rank(), group.size());
     const auto my_devices = stoke::cpu::Backend::devices(devices);
-    // --8<-- [end:rank_part]
+    // --8<-- [end:rank_share]
     for (std::size_t r = 0; r < group.size(); ++r) {  // one line per rank, in rank order
       if (r == group.rank()) {
         std::printf(

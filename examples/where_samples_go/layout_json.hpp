@@ -49,8 +49,8 @@ Json batch_json(const Batch& batch, const std::vector<std::size_t>& order) {
           {"positions", positions}};
 }
 
-/// The parts of a split of `rank`, each with its device, layout of epoch 0 and the batches it
-/// delivered in epoch 0; each part stops after `max_steps` batches (0: runs the whole epoch).
+/// The shares of a split of `rank`, each with its device, layout of epoch 0 and the batches it
+/// delivered in epoch 0; each share stops after `max_steps` batches (0: runs the whole epoch).
 template <class Part>
 Json parts_json(std::vector<Part>& parts, std::size_t rank, const std::vector<std::size_t>& order,
                 std::size_t max_steps = 0) {
@@ -171,7 +171,7 @@ Json layout_json(Builder builder, std::uint64_t seed) {
   Json parts = Json::array();
   const auto loader14 = padded.build(Numbers{14});
   for (std::size_t rank = 0; rank < 2; ++rank) {  // what each of 2 MPI ranks computes
-    auto local = stoke::split(stoke::rank_part(loader14, rank, 2), Backend::devices(2));
+    auto local = stoke::split(stoke::rank_share(loader14, rank, 2), Backend::devices(2));
     for (auto& part : parts_json(local, rank, order14)) parts.push_back(std::move(part));
   }
   ranks["phases"].push_back(phase_json(2, 2, 0, std::move(parts)));

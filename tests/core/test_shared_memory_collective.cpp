@@ -85,7 +85,7 @@ TEST(SharedMemoryCollective, AllGatherGivesEveryParticipantEveryShard) {
   // Participant p holds 100 * p + i in its own shard and garbage elsewhere.
   std::vector<std::vector<float>> buffers(participants, std::vector<float>(length, -1.0f));
   for (std::size_t p = 0; p < participants; ++p) {
-    const stoke::Shard own = stoke::shard_of(length, p, participants);
+    const stoke::ParameterShard own = stoke::parameter_shard(length, p, participants);
     for (std::size_t i = own.begin; i < own.end; ++i) buffers[p][i] = 100.0f * p + i;
   }
   const auto errors =

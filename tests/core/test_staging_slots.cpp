@@ -1,5 +1,5 @@
 // The generic pool of staging slots behind the CUDA and Vulkan stagers
-// (stoke::detail::StagingSlots), with fake memory and fences signalled by hand. Labelled
+// (stoke::StagingSlots), with fake memory and fences signalled by hand. Labelled
 // `loader`, so it also runs under TSan (slots claimed and handed back from several threads)
 // and ASan.
 #include <gtest/gtest.h>
@@ -18,9 +18,9 @@
 #include <utility>
 #include <vector>
 
-#include <stoke/core/detail/staging_slots.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/core/staging.hpp>
+#include <stoke/core/staging_slots.hpp>
 
 #include "manual_fence.hpp"
 
@@ -143,7 +143,7 @@ struct TestAllocator {
   [[nodiscard]] static std::size_t size(const TestMemory& memory) noexcept { return memory.bytes; }
 };
 
-using Slots = stoke::detail::StagingSlots<TestMemory, TestFence, TestAllocator>;
+using Slots = stoke::StagingSlots<TestMemory, TestFence, TestAllocator>;
 
 /// A pool of `capacity` slots and its allocation counters.
 struct Pool {

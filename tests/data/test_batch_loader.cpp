@@ -98,7 +98,7 @@ TEST(BatchLoader, ReportsThePaddingAndTheDroppedSamplesOfTheNextEpoch) {
   EXPECT_EQ(padded.num_dropped(), 0u);
   // Split in three, 10 samples in batches of 4 fill no round of 12: each part drops them all.
   const auto part =
-      builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10}).part(3, 1);
+      builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10}).share(3, 1);
   EXPECT_EQ(part.num_batches(), 0u);
   EXPECT_EQ(part.num_dropped(), 10u);
 }

@@ -168,7 +168,7 @@ struct RecordingBatcher {
 
 static_assert(
     stoke::ChunkedBatcher<stoke::cpu::StackBatcher<float>, Backend, std::vector<std::int32_t>>);
-static_assert(stoke::ChunkedBatcher<stoke::cpu::ImageBatcher, Backend, stoke::cpu::LabeledImage>);
+static_assert(stoke::ChunkedBatcher<stoke::cpu::ImageBatcher, Backend, stoke::LabeledImage>);
 static_assert(stoke::ChunkedBatcher<RecordingBatcher, Backend, std::size_t>);
 // A batch of plain numbers is not worth splitting, and a plain batcher cannot be split.
 static_assert(stoke::Batcher<stoke::cpu::StackBatcher<float>, Backend, std::int32_t>);
@@ -212,7 +212,7 @@ TEST(ChunkedBatcher, AStackRefusesRangesOfDifferentLengthsBeforeAnyRowIsFilled) 
 
 TEST(ChunkedBatcher, ImagesFilledInRangesEqualTheWholeClassificationBatch) {
   const ToyImages images(7);
-  std::vector<stoke::cpu::LabeledImage> items;
+  std::vector<stoke::LabeledImage> items;
   for (std::size_t i = 0; i < images.size(); ++i) items.push_back(images.get(i));
   const stoke::cpu::ImageBatcher batcher{.mean = 0.25F, .std = 0.5F};
   const auto whole = batcher.batch(items, stoke::cpu::Device{});
@@ -230,7 +230,7 @@ TEST(WorkerPoolChunks, TheWaitingConsumerMakesChunksOfTheStepItNeeds) {
 
   /// Two chunks; each waits until the consumer has made one, so the step completes only if
   /// the consumer helps.
-  struct WaitForConsumer : stoke::detail::StepChunks<int> {
+  struct WaitForConsumer : stoke::detail::BatchInChunks<int> {
     std::mutex mutex;
     std::condition_variable made;
     bool consumer_made = false;
@@ -250,13 +250,13 @@ TEST(WorkerPoolChunks, TheWaitingConsumerMakesChunksOfTheStepItNeeds) {
   std::vector<std::size_t> opened;
   std::mutex opened_mutex;
   /// Makes steps whole as 100 + step, and opens them as `WaitForConsumer`, recording which.
-  struct Steps : stoke::detail::StepMaker<int> {
+  struct Steps : stoke::detail::BatchMaker<int> {
     std::vector<std::size_t>* opened = nullptr;
     std::mutex* opened_mutex = nullptr;
     int make(std::size_t step, std::size_t) const override { return 100 + static_cast<int>(step); }
     [[nodiscard]] bool makes_chunks() const noexcept override { return true; }
-    std::shared_ptr<stoke::detail::StepChunks<int>> open(std::size_t step,
-                                                         std::size_t) const override {
+    std::shared_ptr<stoke::detail::BatchInChunks<int>> open(std::size_t step,
+                                                            std::size_t) const override {
       const std::lock_guard lock(*opened_mutex);
       opened->push_back(step);
       return std::make_shared<WaitForConsumer>();

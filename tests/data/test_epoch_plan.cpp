@@ -68,14 +68,14 @@ TEST(EpochPlan, SliceWithEndBeforeBeginIsRefused) {
 
 TEST(EpochPlan, PartTakesEveryCountthBatch) {
   EpochPlan plan(12, 2, Remainder::drop);
-  plan.add_part(3, 1);
+  plan.add_share(3, 1);
   EXPECT_EQ(read_positions(plan), (std::vector<std::size_t>{2, 3, 8, 9}));
 }
 
 TEST(EpochPlan, SplittingAPartialLoaderIsRefusedWithTheReason) {
   EpochPlan plan(12, 2, Remainder::partial);
   try {
-    plan.add_part(2, 0);
+    plan.add_share(2, 0);
     FAIL() << "expected an exception";
   } catch (const stoke::UsageError& error) {
     EXPECT_NE(std::string(error.what()).find("Remainder::drop or Remainder::pad"),
@@ -85,8 +85,8 @@ TEST(EpochPlan, SplittingAPartialLoaderIsRefusedWithTheReason) {
 
 TEST(EpochPlan, PartIndexOutOfRangeIsRefused) {
   EpochPlan plan(12, 2, Remainder::pad);
-  EXPECT_THROW(plan.add_part(2, 2), stoke::UsageError);
-  EXPECT_THROW(plan.add_part(0, 0), stoke::UsageError);
+  EXPECT_THROW(plan.add_share(2, 2), stoke::UsageError);
+  EXPECT_THROW(plan.add_share(0, 0), stoke::UsageError);
 }
 
 // Exhaustive over small shapes: parts have equal batch counts, padding is a suffix of each
@@ -102,7 +102,7 @@ TEST(EpochPlan, PartsCoverEveryPositionOnceWithEqualBatchCounts) {
           std::size_t dropped = 0;
           for (std::size_t j = 0; j < k; ++j) {
             EpochPlan plan(n, b, remainder);
-            plan.add_part(k, j);
+            plan.add_share(k, j);
             const auto layout = plan.layout(0);
             if (j == 0) batches = layout.num_batches;
             ASSERT_EQ(layout.num_batches, batches) << "n=" << n << " b=" << b << " k=" << k;
@@ -130,7 +130,7 @@ TEST(EpochPlan, PartsCoverEveryPositionOnceWithEqualBatchCounts) {
 
 TEST(EpochPlan, PaddedPositionsRepeatRealOnes) {
   EpochPlan plan(5, 2, Remainder::pad);
-  plan.add_part(2, 1);
+  plan.add_share(2, 1);
   const auto layout = plan.layout(0);
   // Parent batches: [0 1] [2 3] [4 0'] [1' 2']: part 1 takes batches 1 and 3.
   EXPECT_EQ(read_positions(plan), (std::vector<std::size_t>{2, 3, 1, 2}));
@@ -144,12 +144,12 @@ TEST(EpochPlan, TwoPartsInARowEqualOneFlatPart) {
       for (std::size_t r = 0; r < ranks; ++r) {
         for (std::size_t d = 0; d < devices; ++d) {
           EpochPlan nested(50, 3, Remainder::pad);
-          nested.add_part(ranks, r);
-          nested.add_part(devices, d);
+          nested.add_share(ranks, r);
+          nested.add_share(devices, d);
           EpochPlan flat(50, 3, Remainder::pad);
-          flat.add_part(ranks * devices, r + ranks * d);
+          flat.add_share(ranks * devices, r + ranks * d);
           ASSERT_EQ(read_positions(nested), read_positions(flat));
-          ASSERT_EQ(nested.part_count(), ranks * devices);
+          ASSERT_EQ(nested.share_count(), ranks * devices);
         }
       }
     }
@@ -169,7 +169,7 @@ TEST(EpochPlan, LocatesARunOfPositionsAsOneAtATime) {
   resumed.resume_at(0, 3);
   EpochPlan split(23, 4, Remainder::pad);
   split.add_slice(1, 22);
-  split.add_part(2, 1);
+  split.add_share(2, 1);
   for (const EpochPlan* plan : {&plain, &resumed, &split}) {
     const auto layout = plan->layout(0);
     for (std::size_t first = 0; first < layout.length; ++first) {
@@ -187,7 +187,7 @@ TEST(EpochPlan, EmptyDatasetHasNoBatches) {
     EpochPlan plan(0, 4, remainder);
     EXPECT_EQ(plan.layout(0).num_batches, 0u);
     if (remainder != Remainder::partial) {
-      plan.add_part(3, 2);
+      plan.add_share(3, 2);
       EXPECT_EQ(plan.layout(0).num_batches, 0u);
     }
   }

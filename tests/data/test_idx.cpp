@@ -38,10 +38,9 @@ using testing::HasSubstr;
 using Bytes = std::vector<std::uint8_t>;
 
 static_assert(stoke::Dataset<stoke::IdxClassificationDataset>);
-static_assert(std::is_same_v<stoke::dataset_item_t<stoke::IdxClassificationDataset>,
-                             stoke::cpu::LabeledImage>);
 static_assert(
-    stoke::Batcher<stoke::cpu::ImageBatcher, stoke::cpu::Backend, stoke::cpu::LabeledImage>);
+    std::is_same_v<stoke::dataset_item_t<stoke::IdxClassificationDataset>, stoke::LabeledImage>);
+static_assert(stoke::Batcher<stoke::cpu::ImageBatcher, stoke::cpu::Backend, stoke::LabeledImage>);
 
 /// An IDX file: magic (0, 0, type, rank), big-endian dims, then `data`.
 Bytes idx_bytes(std::initializer_list<std::uint32_t> dims, const Bytes& data,
@@ -148,7 +147,7 @@ TEST(IdxDataset, PairsEveryImageWithItsLabel) {
   EXPECT_EQ(dataset.image_shape(), (std::array<std::size_t, 2>{2, 3}));
   const std::array<std::uint32_t, 3> labels{7, 0, 255};
   for (std::size_t i = 0; i < 3; ++i) {
-    const stoke::cpu::LabeledImage item = dataset.get(i);
+    const stoke::LabeledImage item = dataset.get(i);
     EXPECT_EQ(Bytes(item.pixels.begin(), item.pixels.end()),
               iota_bytes(6, static_cast<std::uint8_t>(10 + 6 * i)))
         << "image " << i;

@@ -217,7 +217,7 @@ struct CountingBatcher {
   }
 };
 
-TEST(MultiThreadLoader, NeverRunsMoreThanPrefetchBatchesAhead) {
+TEST(MultiThreadLoader, NeverRunsMoreThanQueueDepthBatchesAhead) {
   CountingBatcher batcher;
   auto loader = stoke::DataLoaderBuilder<Backend, CountingBatcher>(batcher)
                     .batch_size(2)

@@ -58,7 +58,7 @@ std::vector<std::vector<Loader>> rank_devices(const Loader& loader, std::size_t 
                                               std::size_t devices) {
   std::vector<std::vector<Loader>> out;
   for (std::size_t r = 0; r < ranks; ++r) {
-    out.push_back(stoke::split(stoke::rank_part(loader, r, ranks, stoke::RankSplit::by_shards),
+    out.push_back(stoke::split(stoke::rank_share(loader, r, ranks, stoke::RankSplit::by_shards),
                                Backend::devices(devices)));
   }
   return out;
@@ -172,7 +172,7 @@ TEST(ShardRanks, WorkerThreadsDoNotChangeARanksBatches) {
                               .num_workers(workers)
                               .build(data);
     for (std::size_t r = 0; r < 2; ++r) {
-      auto devices = stoke::split(threaded.shard_part(2, r), Backend::devices(2));
+      auto devices = stoke::split(threaded.share_by_shards(2, r), Backend::devices(2));
       for (std::size_t d = 0; d < 2; ++d) {
         std::vector<std::vector<std::size_t>> got;
         for (auto& batch : devices[d].iter()) {
@@ -274,7 +274,7 @@ TEST(ShardRanks, AnInterleavedStateResumesIntoTheShardSplitSeeingEverySampleOnce
   const auto loader = make_loader(data, 3, stoke::Remainder::pad);
   std::vector<std::vector<Loader>> interleaved;
   for (std::size_t r = 0; r < 2; ++r) {
-    interleaved.push_back(stoke::split(stoke::rank_part(loader, r, 2), Backend::devices(2)));
+    interleaved.push_back(stoke::split(stoke::rank_share(loader, r, 2), Backend::devices(2)));
   }
   const Epoch before = run(interleaved, 5);
   const stoke::LoaderState state = stoke::split_state(interleaved[0]);
@@ -299,17 +299,17 @@ TEST(ShardRanks, RefusesWhatItCannotDoNamingTheReason) {
                          .shuffle(1)
                          .pad()
                          .build_batch_loader(data);
-  EXPECT_THAT([&] { (void)plain.shard_part(2, 0); },
+  EXPECT_THAT([&] { (void)plain.share_by_shards(2, 0); },
               ::testing::ThrowsMessage<stoke::UsageError>(HasSubstr("shuffle_shards")));
-  auto three = make_loader(data, 2, stoke::Remainder::pad).shard_part(3, 0);
+  auto three = make_loader(data, 2, stoke::Remainder::pad).share_by_shards(3, 0);
   EXPECT_THAT([&] { (void)three.num_batches(); },
               ::testing::ThrowsMessage<stoke::UsageError>(HasSubstr("3 ranks need")));
-  auto sharded = make_loader(data, 2, stoke::Remainder::pad).shard_part(2, 0);
+  auto sharded = make_loader(data, 2, stoke::Remainder::pad).share_by_shards(2, 0);
   for (auto& batch : sharded.iter()) {
     (void)batch;
     break;
   }
-  auto interleaved = make_loader(data, 2, stoke::Remainder::pad).part(2, 0);
+  auto interleaved = make_loader(data, 2, stoke::Remainder::pad).share(2, 0);
   EXPECT_THAT([&] { interleaved.restore(sharded.state()); },
               ::testing::ThrowsMessage<stoke::InputError>(HasSubstr("shard rank split")));
 }

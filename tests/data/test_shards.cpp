@@ -461,7 +461,7 @@ TEST(ShardedArrays, AShardSplitRankOfTwoDevicesReadsEachOfItsFilesOncePerEpoch) 
                               .remainder(remainder)
                               .build_batch_loader(arrays | stoke::windows(5, 1));
       auto devices =
-          stoke::split(stoke::rank_part(loader, rank, ranks, stoke::RankSplit::by_shards),
+          stoke::split(stoke::rank_share(loader, rank, ranks, stoke::RankSplit::by_shards),
                        stoke::cpu::Backend::devices(2));
       std::vector<int> before(rows.size(), 0);
       for (std::size_t epoch = 0; epoch < epochs; ++epoch) {

@@ -232,7 +232,7 @@ TEST(Sampled, RejectsDrawingFromAnEmptyDataset) {
 
 // ---- compose and concat ------------------------------------------------------------------
 
-TEST(Compose, ConcatenatesPartsOfDifferentTypesAcrossBoundaries) {
+TEST(Compose, ConcatenatesComponentsOfDifferentTypesAcrossBoundaries) {
   const auto composed =
       stoke::compose(iota_dataset(3), iota_dataset(0), iota_dataset(2) | stoke::map(Twice{}),
                      iota_dataset(10) | stoke::partial(5, 9));
@@ -252,16 +252,16 @@ TEST(Compose, ReturnsReferencesWhenEveryPartDoes) {
   EXPECT_EQ(&composed.get(2), &b.get(0));
 }
 
-TEST(Concat, ConcatenatesManyPartsOfOneTypeAndSharesThem) {
+TEST(Concat, ConcatenatesManyComponentsOfOneTypeAndSharesThem) {
   const auto dataset = iota_dataset(20);
-  std::vector<stoke::PartialDataset<Ints>> parts;
+  std::vector<stoke::PartialDataset<Ints>> components;
   for (const std::size_t begin : {15u, 0u, 7u, 7u})
-    parts.push_back(dataset | stoke::partial(begin, begin + 2));
-  parts.push_back(dataset | stoke::partial(3, 3));
-  const auto concatenated = stoke::concat(parts);
+    components.push_back(dataset | stoke::partial(begin, begin + 2));
+  components.push_back(dataset | stoke::partial(3, 3));
+  const auto concatenated = stoke::concat(components);
   EXPECT_THAT(items_of(concatenated), ElementsAre(15, 16, 0, 1, 7, 8, 7, 8));
   const auto copy = concatenated;
-  EXPECT_EQ(&copy.parts(), &concatenated.parts());
+  EXPECT_EQ(&copy.components(), &concatenated.components());
   EXPECT_THROW((void)concatenated.get(8), stoke::UsageError);
 }
 

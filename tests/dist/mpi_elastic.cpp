@@ -69,8 +69,8 @@ int main(int argc, char** argv) {
     }
     auto learner = stoke::testing::toy_learner(devices, options);
     const auto run = learner.fit(
-        stoke::rank_part(loader, group.rank(), group.size()),
-        stoke::rank_part(stoke::testing::toy_valid_loader(valid), group.rank(), group.size()));
+        stoke::rank_share(loader, group.rank(), group.size()),
+        stoke::rank_share(stoke::testing::toy_valid_loader(valid), group.rank(), group.size()));
     const std::vector<std::uint64_t> counts = reads_over_ranks(group, train);
     const std::size_t global_batch = group.size() * devices * kBatch;
     const std::string shape =

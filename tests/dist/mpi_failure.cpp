@@ -25,8 +25,9 @@ int main(int argc, char** argv) {
         devices,
         {.epochs = 3, .make_collective = stoke::dist::make_group_collective_factory(group)});
     (void)learner.fit(
-        stoke::rank_part(stoke::testing::toy_train_loader(train, 8, 4), group.rank(), group.size()),
-        stoke::rank_part(stoke::testing::toy_valid_loader(valid), group.rank(), group.size()));
+        stoke::rank_share(stoke::testing::toy_train_loader(train, 8, 4), group.rank(),
+                          group.size()),
+        stoke::rank_share(stoke::testing::toy_valid_loader(valid), group.rank(), group.size()));
     throw std::runtime_error("training finished although rank 1's data failed");
   });
 }

@@ -38,7 +38,7 @@ void check_coverage(MpiGroup& group, std::size_t devices, stoke::Remainder remai
                     .build(data);
   stoke::dist::check_agreement(group, loader);
   auto parts =
-      stoke::split(stoke::rank_part(loader, rank, world), stoke::cpu::Backend::devices(devices));
+      stoke::split(stoke::rank_share(loader, rank, world), stoke::cpu::Backend::devices(devices));
   const std::string where = "(" + std::to_string(world) + " ranks x " + std::to_string(devices) +
                             " devices, " + (remainder == stoke::Remainder::drop ? "drop" : "pad") +
                             ")";
@@ -104,8 +104,8 @@ void check_equivalence(MpiGroup& group, std::size_t devices) {
 
   auto learner = stoke::testing::toy_learner(
       devices, {.epochs = 2, .make_collective = stoke::dist::make_group_collective_factory(group)});
-  const auto run = learner.fit(stoke::rank_part(train_loader, group.rank(), world),
-                               stoke::rank_part(valid_loader, group.rank(), world));
+  const auto run = learner.fit(stoke::rank_share(train_loader, group.rank(), world),
+                               stoke::rank_share(valid_loader, group.rank(), world));
   const std::size_t steps = 2 * (960 / (world * devices * batch));
   require(run.step_losses.size() == steps, "rank " + std::to_string(group.rank()) + " took " +
                                                std::to_string(run.step_losses.size()) +
@@ -141,8 +141,8 @@ void check_equivalence(MpiGroup& group, std::size_t devices) {
       auto local = stoke::testing::toy_learner(
           devices,
           {.epochs = 2, .make_collective = stoke::dist::make_group_collective_factory(ranks)});
-      const auto result = local.fit(stoke::rank_part(train_loader, ranks.rank(), world),
-                                    stoke::rank_part(valid_loader, ranks.rank(), world));
+      const auto result = local.fit(stoke::rank_share(train_loader, ranks.rank(), world),
+                                    stoke::rank_share(valid_loader, ranks.rank(), world));
       if (ranks.rank() == 0) in_process_losses = result.step_losses;
     });
     require(stoke::testing::near_all(run.step_losses, in_process_losses, 1e-5f),
@@ -175,8 +175,8 @@ void check_same_bits_as_one_process(MpiGroup& group, std::size_t devices) {
   };
   auto ranks = make(
       devices, {.epochs = 2, .make_collective = stoke::dist::make_group_collective_factory(group)});
-  const auto run = ranks.fit(stoke::rank_part(train_loader, group.rank(), world),
-                             stoke::rank_part(valid_loader, group.rank(), world));
+  const auto run = ranks.fit(stoke::rank_share(train_loader, group.rank(), world),
+                             stoke::rank_share(valid_loader, group.rank(), world));
   if (group.rank() == 0) {
     auto one = make(2, {.epochs = 2});
     const auto reference = one.fit(train_loader, valid_loader);

@@ -220,8 +220,8 @@ TEST(GroupCollective, RanksOfDevicesTrainLikeOneDeviceWithTheGlobalBatch) {
         kDevices,
         {.epochs = 2, .make_collective = stoke::dist::make_group_collective_factory(group)});
     losses[group.rank()] = learner
-                               .fit(stoke::rank_part(loader, group.rank(), kRanks),
-                                    stoke::rank_part(valid_loader, group.rank(), kRanks))
+                               .fit(stoke::rank_share(loader, group.rank(), kRanks),
+                                    stoke::rank_share(valid_loader, group.rank(), kRanks))
                                .step_losses;
   });
   auto single = stoke::testing::toy_learner(1, {.epochs = 2});

@@ -25,7 +25,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       sink = std::accumulate(image.bytes.begin(), image.bytes.end(), 0U);
     }
     const std::size_t first = 0;
-    shards.prefetch_shards({&first, 1});
+    shards.read_ahead({&first, 1});
   });
   return 0;
 }

@@ -580,7 +580,7 @@ TarShards five_shards(const TempDir& dir) {
 TEST(TarShards, AShardAwareLoaderVisitsEachSampleOncePerEpochShardByShard) {
   TempDir dir;
   const TarShards shards = five_shards(dir);
-  static_assert(stoke::PrefetchingShardedDataset<TarShards>);
+  static_assert(stoke::ReadAheadShardedDataset<TarShards>);
   auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, ImageIds>({})
                     .batch_size(4)
                     .shuffle_shards(11)
@@ -620,7 +620,7 @@ TEST(TarShards, TheShardRankSplitGivesEachRankWholeShards) {
                     .build_batch_loader(shards);
   std::vector<std::size_t> together;
   for (std::size_t rank = 0; rank < 2; ++rank) {
-    auto part = stoke::rank_part(loader, rank, 2, stoke::RankSplit::by_shards);
+    auto part = stoke::rank_share(loader, rank, 2, stoke::RankSplit::by_shards);
     std::set<std::size_t> mine;
     for (auto& batch : part.iter()) {
       const auto& items = batch.data.items;
@@ -646,7 +646,7 @@ TEST(TarShards, PrefetchAdvisesTheNextShardsInPlanOrderAsReadingReachesThem) {
   const TarShards shards = five_shards(dir);  // read_ahead_shards = 1
   EXPECT_TRUE(shards.prefetched_shards().empty());
   const std::vector<std::size_t> plan{3, 0, 4, 1, 2};
-  shards.prefetch_shards(plan);
+  shards.read_ahead(plan);
   EXPECT_EQ(shards.prefetched_shards(), (std::vector<std::size_t>{3}));
   (void)shards.get(shards.shard_begins()[3]);  // reading shard 3 advises the next one
   EXPECT_EQ(shards.prefetched_shards(), (std::vector<std::size_t>{3, 0}));
@@ -654,7 +654,7 @@ TEST(TarShards, PrefetchAdvisesTheNextShardsInPlanOrderAsReadingReachesThem) {
   EXPECT_EQ(shards.prefetched_shards(), (std::vector<std::size_t>{3, 0}));
   (void)shards.get(shards.shard_begins()[4]);  // a shard further on: everything up to it
   EXPECT_EQ(shards.prefetched_shards(), (std::vector<std::size_t>{3, 0, 4, 1}));
-  shards.prefetch_shards(std::vector<std::size_t>{2, 99});  // a new epoch; 99 is ignored
+  shards.read_ahead(std::vector<std::size_t>{2, 99});  // a new epoch; 99 is ignored
   EXPECT_EQ(shards.prefetched_shards(), (std::vector<std::size_t>{2}));
 }
 

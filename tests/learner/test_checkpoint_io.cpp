@@ -19,8 +19,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-#include <stoke/core/detail/json_fields.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/json_fields.hpp>
 #include <stoke/learner/checkpoint.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
 #include <stoke/learner/io/safetensors.hpp>
@@ -428,11 +428,11 @@ TEST(SafetensorsRefusal, MetadataNested100000DeepIsRefusedNamingTheField) {
 
 TEST(SafetensorsRefusal, AValueAnErrorQuotesIsCutShort) {
   const std::string long_text(10'000, 'x');
-  const std::string cut = std::string(stoke::detail::json_excerpt_chars - 1, 'x') + "...";
+  const std::string cut = std::string(stoke::json_excerpt_chars - 1, 'x') + "...";
   const std::string dtype_message = load_refusal(raw_safetensors(
       R"({"w": {"dtype": ")" + long_text + R"(", "shape": [1], "data_offsets": [0, 1]}})", "a"));
   EXPECT_THAT(dtype_message, HasSubstr("unknown dtype \"" + cut));
-  EXPECT_THAT(dtype_message, Not(HasSubstr(std::string(stoke::detail::json_excerpt_chars, 'x'))));
+  EXPECT_THAT(dtype_message, Not(HasSubstr(std::string(stoke::json_excerpt_chars, 'x'))));
   const std::string shape_message = load_refusal(raw_safetensors(
       R"({"w": {"dtype": "U8", "shape": [")" + long_text + R"("], "data_offsets": [0, 1]}})", "a"));
   EXPECT_THAT(shape_message, HasSubstr("field \"shape\" holds \"" + cut));

@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 import stoke;
@@ -52,13 +53,13 @@ static_assert(stoke::Collective<stoke::SharedMemoryCollective>);
 static_assert(stoke::CollectiveBackend<CpuBackend>);
 static_assert(stoke::Dataset<Ints>);
 static_assert(stoke::ShardedDataset<ShardedInts> && !stoke::ShardedDataset<Ints>);
+static_assert(!stoke::ReadAheadShardedDataset<Ints>);
 static_assert(stoke::Batcher<Stack, CpuBackend, int>);
 static_assert(stoke::Batcher<stoke::cpu::ImageBatcher, CpuBackend, stoke::LabeledImage>);
 static_assert(std::same_as<stoke::device_t<CpuBackend>, CpuDevice>);
 static_assert(std::same_as<stoke::dataset_item_t<Ints>, int>);
 static_assert(
     std::same_as<stoke::batch_output_t<Stack, CpuBackend, int>, stoke::cpu::Tensor<float>>);
-static_assert(std::same_as<stoke::cpu::LabeledImage, stoke::LabeledImage>);
 static_assert(std::derived_from<stoke::InputError, stoke::Error>);
 static_assert(std::derived_from<stoke::DataError, stoke::Error>);
 static_assert(std::derived_from<stoke::UsageError, stoke::Error>);
@@ -148,8 +149,8 @@ void core() {
   collective.all_gather(0, values);
   stoke::SharedMemoryCollective shared(1);
   stoke::all_gather(shared, 0, values);
-  CHECK(values[0] == 1.0f && stoke::shard_of(10, 1, 2).begin == 5);
-  CHECK((stoke::Shard{.begin = 2, .end = 5}).size() == 3);
+  CHECK(values[0] == 1.0f && stoke::parameter_shard(10, 1, 2).begin == 5);
+  CHECK((stoke::ParameterShard{.begin = 2, .end = 5}).size() == 3);
   CHECK(CpuBackend::make_collective(CpuBackend::devices(2))->size() == 2);
 
   try {
@@ -209,10 +210,10 @@ void data(const std::filesystem::path& dir) {
 
   // Plans: slices and parts over positions of the epoch.
   stoke::EpochPlan plan(10, 3, stoke::Remainder::drop);
-  plan.add_part(2, 0);
+  plan.add_share(2, 0);
   const stoke::EpochLayout layout = plan.layout(0);
   const stoke::PositionSlice slice{.begin = 0, .end = 4};
-  const stoke::SplitPart part{.count = 2, .index = 1};
+  const stoke::SplitShare part{.count = 2, .index = 1};
   CHECK(layout.num_batches == 1 && slice.end == 4 && part.index == 1);
 
   // Loaders, built with the builder; per-sample randomness inside `get`.
@@ -257,7 +258,7 @@ void data(const std::filesystem::path& dir) {
   const auto devices = CpuBackend::devices(2);
   std::vector<Threaded> parts = stoke::split(threaded, devices);
   CHECK(parts.size() == 2 && parts[1].device() == CpuDevice{1});
-  CHECK(stoke::rank_part(threaded, 1, 2).num_batches() == 2);
+  CHECK(stoke::rank_share(threaded, 1, 2).num_batches() == 2);
   const stoke::LoaderState state = stoke::split_state(parts);
   CHECK(state.seed == 11 && state.dataset_size == 10);
   CHECK(stoke::loader_state_from_json(stoke::to_json(state)) == state);
@@ -268,6 +269,15 @@ void data(const std::filesystem::path& dir) {
   CHECK(stoke::host_bytes(floats).size() == 2 * sizeof(float));
   CopyStager stager{CpuDevice{0}, 1};
   CHECK(stoke::UploadHostBytes{}(stager, floats).value.size() == 2 * sizeof(float));
+  CHECK(stoke::DefaultStage{}(stager, floats).value.size() == 2 * sizeof(float));
+  static_assert(!stoke::HostClassificationBatch<std::vector<float>>);
+  static_assert(stoke::HostClassificationBatch<stoke::cpu::ClassificationBatch>);
+  static_assert(std::is_invocable_v<stoke::UploadClassification, CopyStager&,
+                                    stoke::cpu::ClassificationBatch>);
+  static_assert(!stoke::LendingStager<CopyStager>);
+  static_assert(stoke::PooledStorageLoader<Threaded>);  // StackBatcher draws from a pool
+  const std::shared_ptr<stoke::HostMemory> pageable = stoke::pageable_memory();
+  CHECK(pageable->name() == "pageable" && dynamic_cast<stoke::PageableMemory*>(pageable.get()));
   const Threaded passed_through = stoke::prefetch_to_device(threaded, 2);
   CHECK(passed_through.num_items() == threaded.num_items());
   stoke::PrefetchLoader<CopyBackend, Threaded> uploading =
@@ -301,7 +311,7 @@ void cpu() {
   const std::array<std::uint8_t, 2> pixels{0, 255};
   const stoke::cpu::ImageBatcher batcher{.mean = 0.0f, .std = 1.0f};
   const stoke::cpu::ClassificationBatch batch =
-      batcher.batch({stoke::cpu::LabeledImage{pixels, 3}}, CpuDevice{0});
+      batcher.batch({stoke::LabeledImage{pixels, 3}}, CpuDevice{0});
   CHECK(batch.labels == std::vector<std::int32_t>{3} && batch.inputs.values()[1] == 1.0f);
   const stoke::cpu::Tensor<double> stacked =
       stoke::cpu::StackBatcher<double>{.scale = 2.0}.batch(std::vector<int>{1, 2}, CpuDevice{});
@@ -311,8 +321,64 @@ void cpu() {
     const stoke::cpu::HostBuffer buffer = pool.acquire(16);
   }
   CHECK(pool.free_buffers() == 1 && pool.capacity() == 2);
+  // The backend-neutral host storage the CPU backend's names alias.
+  static_assert(std::same_as<stoke::cpu::Device, stoke::HostDevice> &&
+                std::same_as<stoke::cpu::Tensor<float>, stoke::HostTensor<float>> &&
+                std::same_as<stoke::cpu::BufferPool, stoke::BufferPool> &&
+                std::same_as<stoke::cpu::HostBuffer, stoke::HostBuffer> &&
+                std::same_as<stoke::cpu::ClassificationBatch, stoke::ClassificationBatch>);
+  const stoke::BufferPool neutral_pool(1);
+  const stoke::HostTensor<float> neutral =
+      stoke::HostTensor<float>::uninitialized({2}, stoke::HostDevice{1}, neutral_pool);
+  const stoke::HostBuffer neutral_buffer(8);
+  const stoke::ClassificationBatch neutral_batch{.inputs = {}, .labels = {1}};
+  CHECK(neutral.size() == 2 && neutral.device() == stoke::HostDevice{1} &&
+        neutral_buffer.size() >= 8 && neutral_batch.labels.size() == 1);
   stoke::SharedMemoryCollective collective(1);
   collective.abort();
+}
+
+/// A stager of the test's own for `upload_image_rows`: it hands the bytes to the filler.
+struct FillingStager {
+  template <class Fill>
+  std::vector<std::byte> upload_with(std::size_t bytes, Fill fill) {
+    std::vector<std::byte> staging(bytes);
+    fill(std::span<std::byte>(staging));
+    return staging;
+  }
+};
+
+// ---- Building blocks of a user's own dataset, batcher or backend. ----
+void building_blocks(const std::filesystem::path& dir) {
+  stoke::check_index(1, 2, "Toy");
+  try {
+    stoke::check_index(2, 2, "Toy");
+    CHECK(false);
+  } catch (const stoke::UsageError& error) {
+    CHECK(std::string(error.what()).find("Toy index 2") != std::string::npos);
+  }
+  CHECK(!stoke::env_count("STOKE_MODULE_TEST_UNSET_VARIABLE"));
+  write_bytes(dir / "whole.bin", {1, 2, 3});
+  CHECK(stoke::read_whole_file<std::uint8_t>(dir / "whole.bin", "test").size() == 3);
+  const auto json = stoke::to_json(stoke::LoaderState{.seed = 5});
+  const stoke::JsonFields fields(json, "loader state");
+  CHECK(fields.count("seed") == 5 && stoke::json_excerpt(fields.at("seed")) == "5");
+  CHECK(stoke::json_excerpt_chars > 0);
+
+  // The checks and the byte table every image batcher shares.
+  const std::array<std::uint8_t, 2> pixels{0, 255};
+  const std::vector<stoke::LabeledImage> items{{pixels, 3}, {pixels, 4}};
+  stoke::check_image_normalization("Toy", 0.0f, 1.0f);
+  CHECK(stoke::image_batch_pixels(items) == 2);
+  CHECK(stoke::image_batch_labels("Toy", items) == std::vector<std::int32_t>{3, 4});
+  const stoke::ImageRows rows = stoke::check_image_rows("Toy", 0.0f, 1.0f, items);
+  CHECK(rows.rows == 2 && rows.pixels == 2);
+  const stoke::ByteImageNormalization normalization(0.5f, 2.0f);
+  CHECK(normalization.mean() == 0.5f && normalization.std() == 2.0f);
+  FillingStager stager;
+  const std::vector<std::byte> uploaded = stoke::upload_image_rows(stager, items, rows);
+  CHECK(uploaded.size() == 4 && std::to_integer<int>(uploaded[3]) == 255);
+  CHECK(stoke::normalization_table(0.0f, 1.0f)[255] == 1.0f);
 }
 
 /// Images whose first pixels encode the class: a toy problem the learner can fit.
@@ -346,6 +412,7 @@ void learner(const std::filesystem::path& dir) {
                                       .log = nullptr};
   stoke::Learner<CpuBackend, stoke::Mlp, stoke::Sgd, stoke::ConstantLr> learner(
       model, stoke::Sgd(0.5f), stoke::ConstantLr{0.5f}, CpuBackend::devices(2), options);
+  static_assert(!stoke::Replica<int, int>);
   const stoke::FitResult result = learner.fit(train, valid);
   const stoke::EpochMetrics& last = result.epochs.back();
   CHECK(result.epochs.size() == 2 && last.valid_items == 64 && last.valid_accuracy > 0.9);
@@ -399,6 +466,7 @@ int main() {
     core();
     data(dir);
     cpu();
+    building_blocks(dir);
     learner(dir);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "test_import: unexpected exception: %s\n", error.what());

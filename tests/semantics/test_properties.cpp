@@ -63,7 +63,8 @@ using Loader = stoke::BatchLoader<IotaDataset, ItemsBatcher, Backend>;
 std::vector<Loader> all_parts(const Loader& loader, std::size_t ranks, std::size_t devices) {
   std::vector<Loader> parts;
   for (std::size_t r = 0; r < ranks; ++r) {
-    for (auto& part : stoke::split(stoke::rank_part(loader, r, ranks), Backend::devices(devices))) {
+    for (auto& part :
+         stoke::split(stoke::rank_share(loader, r, ranks), Backend::devices(devices))) {
       parts.push_back(std::move(part));
     }
   }
@@ -164,7 +165,7 @@ TEST(Properties, FiveHundredRandomShapesKeepEveryGuarantee) {
                         .queue_depth(1 + rng() % 4)
                         .build(IotaDataset{shape.size});
     auto threaded_parts =
-        stoke::split(stoke::rank_part(threaded, which / shape.devices, shape.ranks),
+        stoke::split(stoke::rank_share(threaded, which / shape.devices, shape.ranks),
                      Backend::devices(shape.devices));
     auto& threaded_part = threaded_parts[which % shape.devices];
     Loader reference = parts[which];

@@ -103,11 +103,7 @@ L share_of(const L& loader, std::size_t count, std::size_t index) {
     throw stoke::UsageError("stoke_loader: share " + std::to_string(index) + " of " +
                             std::to_string(count) + ": needs index < count");
   }
-  if constexpr (requires { loader.share(count, index); }) {
-    return loader.share(count, index);
-  } else {
-    return loader.part(count, index);
-  }
+  return loader.share(count, index);
 }
 
 std::string device_name(const stoke::cpu::Device& device) {

@@ -17,8 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include <stoke/core/detail/json_fields.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/json_fields.hpp>
 #include <stoke/data/state.hpp>
 #include <stoke/learner/io/safetensors.hpp>
 #include <stoke/learner/parameter_layout.hpp>
@@ -127,7 +127,7 @@ Checkpoint load_checkpoint(const std::filesystem::path& path, const M& model,
   if (format == metadata.end() || format->second != detail::kCheckpointFormat) {
     fail(std::string("is not a stoke checkpoint this stoke reads: metadata \"format\" is ") +
          (format == metadata.end() ? "missing"
-                                   : detail::json_excerpt(nlohmann::json(format->second))) +
+                                   : stoke::json_excerpt(nlohmann::json(format->second))) +
          ", expected \"" + detail::kCheckpointFormat + "\"");
   }
   const auto training_text = metadata.find("training");
@@ -164,11 +164,11 @@ Checkpoint load_checkpoint(const std::filesystem::path& path, const M& model,
     fail(std::string("has unreadable \"training\" metadata: ") + error.what());
   }
   const std::string where = "checkpoint '" + path.string() + "' \"training\" metadata";
-  const detail::JsonFields fields(training, where);
+  const stoke::JsonFields fields(training, where);
   checkpoint.progress.epoch = fields.size("epoch");
   checkpoint.progress.global_step = fields.size("global_step");
   checkpoint.progress.loader = loader_state_from_json(fields.at("loader"), where + " \"loader\"");
-  const detail::JsonFields sums(fields.at("epoch_sums"), where + " \"epoch_sums\"");
+  const stoke::JsonFields sums(fields.at("epoch_sums"), where + " \"epoch_sums\"");
   checkpoint.progress.epoch_sums = {sums.finite("loss_sum"), sums.size("correct"),
                                     sums.size("count")};
   return checkpoint;

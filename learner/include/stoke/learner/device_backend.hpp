@@ -24,10 +24,11 @@ namespace stoke {
 /// 2. `B::upload(tensor, bytes)` overwrites the start of `tensor` with host `bytes` (which
 ///    may be freed once it returns), after the work enqueued on `tensor` before;
 /// 3. `B::download(tensor)` waits for the writes enqueued on `tensor` and returns its floats;
-/// 4. the collective sums (`all_reduce_sum`) and shares shards (`all_gather`, with the shards
-///    of `stoke::shard_of`) of tensors, each participant passing a tensor on its own device;
+/// 4. the collective sums (`all_reduce_sum`) and gathers parameter shards (`all_gather`, with
+///    the parameter shards of `stoke::parameter_shard`) of tensors, each participant passing a
+///    tensor on its own device;
 /// 5. `B::sgd_step` and `B::adam_step` take one element-wise optimizer step as the
-///    `OptimizerStepShape` says, with state tensors of the stepped shard's size;
+///    `OptimizerStepShape` says, with state tensors of the stepped parameter shard's size;
 /// 6. `B::softmax_forward`, `B::softmax_gradients` and `B::add_softmax_sums` run a softmax
 ///    classifier's batch (see `SoftmaxShape` and `stoke::SoftmaxClassifier`).
 template <class B>

@@ -3,7 +3,7 @@
 /// `Learner`: data-parallel training over the devices of one backend. The training loader is
 /// split into one loader per device; each device has its own thread and model replica (a
 /// `Replica`); the gradient sums are all-reduced through the backend's collective, and every
-/// replica steps its shard of the parameters and all-gathers the others' (or, unsharded, takes
+/// replica steps its parameter shard and all-gathers the others' (or, unsharded, takes
 /// the whole step), so replicas stay identical. With one device it is plain training.
 
 #include <cstddef>
@@ -62,10 +62,11 @@ struct FitResult {
 /// - Identical replicas: the same reduced gradient and the same optimizer on every device;
 ///   after every epoch a checksum of every replica is compared and a divergence throws.
 /// - Sharded optimizer step: with an `ElementwiseOptimizer` on several devices, device `k`
-///   steps only its shard `shard_of(parameters, k, devices)` (with the optimizer state of
-///   that shard alone), and the shards are all-gathered, so each device does 1/N of the
-///   optimizer's work; the steps are the same as the whole step on every device (ZeRO's
-///   stage 1). Checkpoints and `optimizer()` hold the whole state, gathered from the shards.
+///   steps only its parameter shard `parameter_shard(parameters, k, devices)` (with the
+///   optimizer state of that parameter shard alone), and the parameter shards are
+///   all-gathered, so each device does 1/N of the optimizer's work; the steps are the same as
+///   the whole step on every device (ZeRO's stage 1). Checkpoints and `optimizer()` hold the
+///   whole state, gathered from the parameter shards.
 /// - Host or device memory: a `TrainStep` model trains in host memory (`detail::HostReplica`);
 ///   a `DeviceTrainStep` model on a `DeviceBackend` keeps its parameters, gradients and
 ///   optimizer state in device memory (`detail::DeviceReplica`): the step, the all-reduce and

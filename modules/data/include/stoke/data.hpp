@@ -7,10 +7,12 @@
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/batcher.hpp>
 #include <stoke/data/builder.hpp>
+#include <stoke/data/classification_batch.hpp>
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/device_image_batch.hpp>
 #include <stoke/data/epoch_plan.hpp>
+#include <stoke/data/host_tensor.hpp>
 #include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>

@@ -9,7 +9,7 @@
 #include <thread>
 #include <vector>
 
-#include <stoke/core/detail/env.hpp>
+#include <stoke/core/env.hpp>
 #include <stoke/core/shared_memory_collective.hpp>
 #include <stoke/cpu/device.hpp>
 
@@ -30,7 +30,7 @@ struct Backend {
   /// The visible logical devices `cpu:0 .. cpu:N-1`.
   static std::vector<Device> devices() {
     std::size_t count = std::thread::hardware_concurrency();
-    if (const auto env = stoke::detail::env_count("STOKE_CPU_DEVICES")) count = *env;
+    if (const auto env = stoke::env_count("STOKE_CPU_DEVICES")) count = *env;
     return devices(count == 0 ? 1 : count);
   }
 

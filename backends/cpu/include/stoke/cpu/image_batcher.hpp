@@ -14,8 +14,8 @@
 #include <stoke/cpu/classification.hpp>
 #include <stoke/cpu/device.hpp>
 #include <stoke/cpu/tensor.hpp>
-#include <stoke/data/detail/image_batch_checks.hpp>
-#include <stoke/data/detail/normalization_table.hpp>
+#include <stoke/data/image_batch_checks.hpp>
+#include <stoke/data/normalization_table.hpp>
 
 namespace stoke::cpu {
 
@@ -28,12 +28,12 @@ class PendingClassification {
   PendingClassification(std::vector<LabeledImage> items, float mean, float std,
                         const Device& device, const BufferPool& pool)
       : items_(std::move(items)) {
-    stoke::detail::check_image_normalization("ImageBatcher", mean, std);
+    stoke::check_image_normalization("ImageBatcher", mean, std);
     // One float per byte value, computed with the exact formula, then looked up per pixel.
-    table_ = stoke::detail::normalization_table(mean, std);
-    const std::size_t pixels = stoke::detail::image_batch_pixels(items_);
+    table_ = stoke::normalization_table(mean, std);
+    const std::size_t pixels = stoke::image_batch_pixels(items_);
     out_ = ClassificationBatch{Tensor<float>::uninitialized({items_.size(), pixels}, device, pool),
-                               stoke::detail::image_batch_labels("ImageBatcher", items_)};
+                               stoke::image_batch_labels("ImageBatcher", items_)};
   }
 
   /// Number of rows: one per image.
@@ -58,7 +58,7 @@ class PendingClassification {
 
 /// Batches `LabeledImage`s into a `ClassificationBatch` on the requested CPU device: `inputs`
 /// has shape `{n, pixels}` with every pixel byte `b` mapped to `(b / 255 - mean) / std`, and
-/// `labels` holds the classes as `int32`. A batch can also be made in parts on several
+/// `labels` holds the classes as `int32`. A batch can also be made in chunks on several
 /// threads (`begin_batch`, a `ChunkedBatcher`).
 ///
 /// Images with a different pixel count than the first, or a label above `INT32_MAX`, are
@@ -77,7 +77,7 @@ struct ImageBatcher {
     return std::move(pending).finish();
   }
 
-  /// The batch of `items`, checked and allocated on `device`, to be filled in parts.
+  /// The batch of `items`, checked and allocated on `device`, to be filled in chunks.
   PendingClassification begin_batch(std::vector<LabeledImage> items, const Device& device) const {
     return {std::move(items), mean, std, device, pool};
   }

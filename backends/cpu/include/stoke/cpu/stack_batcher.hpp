@@ -130,7 +130,7 @@ struct StackBatcher {
     }
   }
 
-  /// The batch of ranges `items`, checked and allocated on `device`, to be filled in parts.
+  /// The batch of ranges `items`, checked and allocated on `device`, to be filled in chunks.
   template <detail::NumberRange Item>
   PendingStack<Out, Item> begin_batch(std::vector<Item> items, const Device& device) const {
     return PendingStack<Out, Item>(std::move(items), scale, offset, device, pool);

@@ -29,9 +29,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include <stoke/core/detail/json_fields.hpp>
-#include <stoke/core/detail/read_file.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/json_fields.hpp>
+#include <stoke/core/read_file.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
 
 namespace stoke {
@@ -190,7 +190,7 @@ class SafetensorsFile {
   /// tensor entry misses a field or has one of the wrong type (naming the tensor), a dtype
   /// is unknown, data offsets lie outside the data section, disagree with shape x dtype
   /// size, or leave holes or overlaps, or the metadata is not an object of strings. A value
-  /// an error quotes is quoted briefly (see `detail::json_excerpt`): a string or number cut
+  /// an error quotes is quoted briefly (see `stoke::json_excerpt`): a string or number cut
   /// short, an array or object by its size, so a value nested 100,000 deep is refused like
   /// any other, without recursion.
   SafetensorsFile(std::filesystem::path path, std::vector<std::byte> bytes)
@@ -322,7 +322,7 @@ class SafetensorsFile {
       view.shape = sizes(shape_json, "shape", -1, bad);
       const auto offsets = sizes(offsets_json, "data_offsets", 2, bad);
       const auto dtype_size = detail::safetensors_dtype_size(view.dtype);
-      if (!dtype_size) bad("unknown dtype " + detail::json_excerpt(dtype));
+      if (!dtype_size) bad("unknown dtype " + stoke::json_excerpt(dtype));
       const std::size_t begin = offsets[0];
       const std::size_t end = offsets[1];
       const auto where = [&] {
@@ -363,12 +363,12 @@ class SafetensorsFile {
     std::vector<std::size_t> out;
     for (const auto& element : value) {
       if (!element.is_number_unsigned()) {
-        bad(std::string("field \"") + key + "\" holds " + detail::json_excerpt(element) +
+        bad(std::string("field \"") + key + "\" holds " + stoke::json_excerpt(element) +
             ", not a non-negative integer");
       }
       const auto number = element.get<std::uint64_t>();
       if (number > std::numeric_limits<std::size_t>::max()) {
-        bad(std::string("field \"") + key + "\" holds " + detail::json_excerpt(element) +
+        bad(std::string("field \"") + key + "\" holds " + stoke::json_excerpt(element) +
             ", too large");
       }
       out.push_back(static_cast<std::size_t>(number));
@@ -378,14 +378,13 @@ class SafetensorsFile {
 
   void read_metadata(const nlohmann::json& entry) {
     if (!entry.is_object()) {
-      fail("\"__metadata__\" in the JSON header at offset 8 is " + detail::json_excerpt(entry) +
+      fail("\"__metadata__\" in the JSON header at offset 8 is " + stoke::json_excerpt(entry) +
            ", not an object");
     }
     for (const auto& [key, value] : entry.items()) {
       if (!value.is_string()) {
-        fail("\"__metadata__\" entry " + detail::json_excerpt(nlohmann::json(key)) +
-             " in the JSON header at offset 8 is " + detail::json_excerpt(value) +
-             ", not a string");
+        fail("\"__metadata__\" entry " + stoke::json_excerpt(nlohmann::json(key)) +
+             " in the JSON header at offset 8 is " + stoke::json_excerpt(value) + ", not a string");
       }
       metadata_.emplace(key, value.get<std::string>());
     }
@@ -427,7 +426,7 @@ class SafetensorsFile {
 /// Reads and checks the safetensors file at `path` (see `SafetensorsFile`); also throws
 /// `InputError` naming the path when it is missing or unreadable.
 inline SafetensorsFile load_safetensors(const std::filesystem::path& path) {
-  return SafetensorsFile(path, detail::read_whole_file<std::byte>(path, "safetensors"));
+  return SafetensorsFile(path, stoke::read_whole_file<std::byte>(path, "safetensors"));
 }
 
 }  // namespace stoke

@@ -23,8 +23,8 @@
 
 namespace stoke::detail {
 
-/// The replica of device `d`: the model forked onto it, the optimizer state of its shard as
-/// device tensors (ZeRO-1 on several devices: it steps its shard, then all-gathers the
+/// The replica of device `d`: the model forked onto it, the optimizer state of its parameter shard
+/// as device tensors (ZeRO-1 on several devices: it steps its parameter shard, then all-gathers the
 /// parameters), and the reduced, history and validation tensors (a `Replica`).
 /// The item count stays on the device, so a step whose global batch is all padding still
 /// counts for Adam's bias correction here, where the host `Adam` skips it (the kernels leave
@@ -41,7 +41,8 @@ class DeviceReplica {
   /// Step sums stay on the device until `epoch_steps` downloads them.
   static constexpr bool sums_on_host = false;
 
-  /// A replica of `model` on `devices[d]`, with `optimizer`'s whole state cut to its shard.
+  /// A replica of `model` on `devices[d]`, with `optimizer`'s whole state cut to its parameter
+  /// shard.
   DeviceReplica(const Model& model, const Optim& optimizer, std::size_t d,
                 const std::vector<device_t<B>>& devices, Collective& collective)
       : model_(model.fork(devices[d])),
@@ -51,7 +52,8 @@ class DeviceReplica {
         devices_(devices.size()),
         collective_(&collective),
         parameters_(model_.parameter_count()),
-        own_(sharded() ? shard_of(parameters_, d, devices_) : Shard{0, parameters_}),
+        own_(sharded() ? parameter_shard(parameters_, d, devices_)
+                       : ParameterShard{0, parameters_}),
         steps_taken_(Traits::steps(optimizer)),
         reduced_(B::zeros(device_, parameters_ + reduced_tail)),
         history_(B::zeros(device_, reduced_tail)),
@@ -124,7 +126,7 @@ class DeviceReplica {
   [[nodiscard]] std::vector<float> parameters() const { return B::download(model_.parameters()); }
 
   /// The whole optimizer state in the host optimizer's layout (`Optim::state()`): the header
-  /// and every per-parameter array, all-gathered from the devices' shards when sharded.
+  /// and every per-parameter array, all-gathered from the devices' parameter shards when sharded.
   /// Every device calls it at the same point.
   std::vector<float> whole_optimizer_state() {
     std::vector<float> whole = Traits::header(steps_taken_);
@@ -169,13 +171,13 @@ class DeviceReplica {
   std::size_t devices_;
   Collective* collective_;
   std::size_t parameters_;
-  Shard own_;
+  ParameterShard own_;
   std::uint64_t steps_taken_;
   bool has_state_ = false;
   Tensor reduced_;             // gradient sums, then the step's `StepTail`
   Tensor history_;             // a `StepTail` for every step of the epoch
   Tensor valid_sums_;          // the `StepTail` of validation
-  std::vector<Tensor> state_;  // the optimizer's arrays, own shard only
+  std::vector<Tensor> state_;  // the optimizer's arrays, own parameter shard only
   std::size_t steps_in_epoch_ = 0;
 };
 

@@ -20,8 +20,8 @@
 namespace stoke::detail {
 
 /// The replica of device `d` of `devices`, summing through an `AnyCollective` (a `Replica`). With
-/// an `ElementwiseOptimizer` on several devices it steps only its shard of the parameters (its
-/// optimizer holds that shard's state) and all-gathers the parameters after each step.
+/// an `ElementwiseOptimizer` on several devices it steps only its parameter shard (its
+/// optimizer holds that parameter shard's state) and all-gathers the parameters after each step.
 template <class Model, Optimizer Optim>
 class HostReplica {
  public:
@@ -32,7 +32,7 @@ class HostReplica {
   /// Every step's sums are on the host as soon as the step returns.
   static constexpr bool sums_on_host = true;
 
-  /// A replica of `model` and of `optimizer` (whose whole state it cuts to its shard) on
+  /// A replica of `model` and of `optimizer` (whose whole state it cuts to its parameter shard) on
   /// `devices[d]`.
   template <class Device>
   HostReplica(const Model& model, const Optim& optimizer, std::size_t d,
@@ -44,7 +44,8 @@ class HostReplica {
         collective_(&collective),
         parameters_(model_.parameters().size()),
         reduced_(parameters_ + reduced_tail),
-        own_(sharded() ? shard_of(parameters_, d, devices_) : Shard{0, parameters_}) {
+        own_(sharded() ? parameter_shard(parameters_, d, devices_)
+                       : ParameterShard{0, parameters_}) {
     if constexpr (ElementwiseOptimizer<Optim>) {
       if (sharded())
         optimizer_.load_state(shard_state<Optim>(optimizer.state(), parameters_, own_));
@@ -65,8 +66,8 @@ class HostReplica {
     write_tail(std::span(reduced_).subspan(parameters_), local);
   }
 
-  /// Sums the devices' gradients and sums, and steps the optimizer (on this replica's shard,
-  /// then all-gathers) at `learning_rate` with the gradients divided by the item count.
+  /// Sums the devices' gradients and sums, and steps the optimizer (on this replica's parameter
+  /// shard, then all-gathers) at `learning_rate` with the gradients divided by the item count.
   void reduce_and_step(float learning_rate) {
     collective_->all_reduce_sum(d_, reduced_);
     const StepOutput step = read_tail(std::span(reduced_).subspan(parameters_));
@@ -97,8 +98,8 @@ class HostReplica {
   [[nodiscard]] std::span<const float> parameters() const { return model_.parameters(); }
 
   /// The whole optimizer state: this replica's own, or, when sharded, the header (the same
-  /// on every device) and every per-parameter array all-gathered from the devices' shards.
-  /// Every device calls it at the same point.
+  /// on every device) and every per-parameter array all-gathered from the devices' parameter
+  /// shards. Every device calls it at the same point.
   std::vector<float> whole_optimizer_state() {
     std::vector<float> state = optimizer_.state();
     if constexpr (ElementwiseOptimizer<Optim>) {
@@ -141,7 +142,7 @@ class HostReplica {
   Collective* collective_;
   std::size_t parameters_;
   std::vector<float> reduced_;  // gradient sums, then the step's `StepTail`
-  Shard own_;                   // the parameters this replica's optimizer steps
+  ParameterShard own_;          // the parameters this replica's optimizer steps
   std::vector<StepOutput> steps_;
   StepOutput valid_;
 };

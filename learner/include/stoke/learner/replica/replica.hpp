@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// The `Replica` concept: what the learner's device thread drives, one device's model replica,
-/// its optimizer (or its shard of it) and its buffers. `detail::HostReplica` (host memory) and
-/// `detail::DeviceReplica` (device memory) model it.
+/// its optimizer (or its parameter shard of it) and its buffers. `detail::HostReplica` (host
+/// memory) and `detail::DeviceReplica` (device memory) model it.
 
 #include <concepts>
 #include <cstddef>
@@ -35,8 +35,8 @@ namespace stoke {
 /// 7. `r.parameters()` is the parameters as host floats; `r.model()` and `r.optimizer()` are
 ///    the replica's model and optimizer;
 /// 8. `r.whole_optimizer_state()` (the whole state, in `optimizer_type::state()`'s layout,
-///    gathered from the devices' shards) and `r.finish()` (the whole state into device 0's
-///    optimizer, at the end of training) are collective: every device calls them at the same
+///    gathered from the devices' parameter shards) and `r.finish()` (the whole state into device
+///    0's optimizer, at the end of training) are collective: every device calls them at the same
 ///    point.
 template <class R, class TrainBatch, class ValidBatch = TrainBatch>
 concept Replica =

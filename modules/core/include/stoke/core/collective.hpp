@@ -32,11 +32,11 @@ concept Collective = requires(C& collective, std::size_t participant, std::span<
   collective.abort();
 };
 
-/// The part of a buffer of `length` elements that participant `part` of `parts` owns in a
-/// sharded operation (`all_gather`, a sharded optimizer step): elements `[begin, end)` with
-/// `begin = length * part / parts`, so the shards are contiguous, in participant order, and
-/// differ in size by at most one.
-struct Shard {
+/// A parameter shard: the slice of a buffer of `length` elements that participant `k` of `n`
+/// owns in a sharded operation (`all_gather`, a sharded optimizer step): elements
+/// `[begin, end)` with `begin = length * k / n`, so the parameter shards are contiguous, in
+/// participant order, and differ in size by at most one. (Not a data shard: see the glossary.)
+struct ParameterShard {
   std::size_t begin = 0;  ///< first element
   std::size_t end = 0;    ///< one past the last element
 
@@ -44,23 +44,25 @@ struct Shard {
   [[nodiscard]] constexpr std::size_t size() const noexcept { return end - begin; }
 };
 
-/// Participant `part`'s shard of a buffer of `length` elements shared by `parts` participants.
-[[nodiscard]] constexpr Shard shard_of(std::size_t length, std::size_t part, std::size_t parts) {
-  return {length * part / parts, length * (part + 1) / parts};
+/// Participant `k`'s parameter shard of a buffer of `length` elements shared by `n` participants.
+[[nodiscard]] constexpr ParameterShard parameter_shard(std::size_t length, std::size_t k,
+                                                       std::size_t n) {
+  return {length * k / n, length * (k + 1) / n};
 }
 
-/// Every participant's `values` receives, in each shard `shard_of(values.size(), k, size())`,
-/// participant `k`'s values there: the result of sharded work (each participant updated its
-/// own shard) made whole on every participant. Called once by every participant with buffers
-/// of one length. Uses the collective's own `all_gather` where it has one; otherwise each
-/// participant zeroes what is not its shard and the buffers are summed (adding zeros changes
-/// no bit, so the result is exact either way).
+/// Every participant's `values` receives, in each parameter shard
+/// `parameter_shard(values.size(), k, size())`, participant `k`'s values there: the result of
+/// sharded work (each participant updated its own parameter shard) made whole on every
+/// participant. Called once by every participant with buffers of one length. Uses the
+/// collective's own `all_gather` where it has one; otherwise each participant zeroes what is
+/// not its parameter shard and the buffers are summed (adding zeros changes no bit, so the
+/// result is exact either way).
 template <Collective C>
 void all_gather(C& collective, std::size_t participant, std::span<float> values) {
   if constexpr (requires { collective.all_gather(participant, values); }) {
     collective.all_gather(participant, values);
   } else {
-    const Shard own = shard_of(values.size(), participant, collective.size());
+    const ParameterShard own = parameter_shard(values.size(), participant, collective.size());
     std::fill(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(own.begin), 0.0f);
     std::fill(values.begin() + static_cast<std::ptrdiff_t>(own.end), values.end(), 0.0f);
     collective.all_reduce_sum(participant, values);

@@ -19,8 +19,8 @@ namespace stoke {
 inline constexpr std::size_t reduced_tail = 3;
 
 /// One element-wise optimizer step on the parameters `[begin, begin + size)` (a device's
-/// shard, or all of them), with the gradients `reduced[i] / reduced[parameters + 1]`. When the
-/// count is zero the parameters and the state are left unchanged. The step also copies the
+/// parameter shard, or all of them), with the gradients `reduced[i] / reduced[parameters + 1]`.
+/// When the count is zero the parameters and the state are left unchanged. The step also copies the
 /// reduced buffer's three sums into `history[3 * history_slot ...]`, so the learner reads an
 /// epoch's step losses once, at its end.
 struct OptimizerStepShape {

@@ -52,7 +52,7 @@ class UsageError : public Error {
 };
 
 /// A call made in a state that does not allow it: after the point it had to come before, on
-/// an `iter()` range a later `iter()` replaced, on split parts that are not in lockstep.
+/// an `iter()` range a later `iter()` replaced, on split shares that are not in lockstep.
 class StateError : public UsageError {
  public:
   using UsageError::UsageError;
@@ -70,7 +70,7 @@ struct DataErrorContext {
   std::size_t step = 0;   ///< the batch's step within the loader's epoch
   std::size_t index = 0;  ///< the dataset index being read, or the batch's first index
   std::string stage{};    ///< `"get"` (reading the sample) or `"batch"` (the batcher)
-  std::string worker{};   ///< `"caller"`, `"worker N"` or `"consumer"` (a part it filled)
+  std::string worker{};   ///< `"caller"`, `"worker N"` or `"consumer"` (a chunk it filled)
   std::string device{};   ///< the device the batch was for
 };
 

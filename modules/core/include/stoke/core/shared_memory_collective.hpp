@@ -38,7 +38,7 @@ class SharedMemoryCollective {
     check_participant(participant);
     if (participants_ == 1) return;
     publish(participant, values);
-    const Shard own = shard_of(values.size(), participant, participants_);
+    const ParameterShard own = parameter_shard(values.size(), participant, participants_);
     constexpr std::size_t kBlock = 1024;  // a block of sums stays in L1 between the passes
     std::array<float, kBlock> sums;
     for (std::size_t block = own.begin; block < own.end; block += kBlock) {
@@ -55,18 +55,18 @@ class SharedMemoryCollective {
     arrive();  // every slice is written back: buffers may be reused
   }
 
-  /// See `stoke::all_gather`: every participant copies the other participants' shards of
-  /// their buffers into its own (each writes only its own buffer, outside its own shard).
+  /// See `stoke::all_gather`: every participant copies the other participants' parameter shards of
+  /// their buffers into its own (each writes only its own buffer, outside its own parameter shard).
   void all_gather(std::size_t participant, std::span<float> values) {
     check_participant(participant);
     if (participants_ == 1) return;
     publish(participant, values);
     for (std::size_t k = 0; k < participants_; ++k) {
       if (k == participant) continue;
-      const Shard shard = shard_of(values.size(), k, participants_);
+      const ParameterShard shard = parameter_shard(values.size(), k, participants_);
       std::copy_n(buffers_[k].data() + shard.begin, shard.size(), values.data() + shard.begin);
     }
-    arrive();  // every shard is copied: buffers may be reused
+    arrive();  // every parameter shard is copied: buffers may be reused
   }
 
   /// Wakes every waiting participant with an error; later calls fail at once.

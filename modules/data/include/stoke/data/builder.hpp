@@ -75,7 +75,7 @@ class DataLoaderBuilder {
     device_ = std::move(device);
     return *this;
   }
-  /// Drops the samples that do not fill a last batch (or a last round across parts).
+  /// Drops the samples that do not fill a last batch (or a last round across shares).
   DataLoaderBuilder& drop_last() { return remainder(Remainder::drop); }
   /// Pads the last batch (or round) by wrapping around; padding is reported per batch.
   DataLoaderBuilder& pad() { return remainder(Remainder::pad); }

@@ -34,18 +34,18 @@ concept DataLoader = std::copy_constructible<L> &&
                        { const_loader.slice(position, position) } -> std::same_as<L>;
                      };
 
-/// A split source: a loader that can be split into interleaved parts of equal batch counts
+/// A split source: a loader that can be split into interleaved shares of equal batch counts
 /// (what `split` takes).
 ///
 /// Requirements:
 /// 1. `L` models `DataLoader`;
-/// 2. `l.part(count, index)`, for `index < count`, is a loader of the same type over every
+/// 2. `l.share(count, index)`, for `index < count`, is a loader of the same type over every
 ///    `count`-th batch of `l`, starting with batch `index`;
-/// 3. the `count` parts have equal batch counts, are disjoint and together cover `l`'s epoch
+/// 3. the `count` shares have equal batch counts, are disjoint and together cover `l`'s epoch
 ///    (the remainder dropped or padded, as `l`'s options say).
 template <class L>
 concept SplitSource = DataLoader<L> && requires(const L& loader, std::size_t count) {
-  { loader.part(count, count) } -> std::same_as<L>;
+  { loader.share(count, count) } -> std::same_as<L>;
 };
 
 }  // namespace stoke

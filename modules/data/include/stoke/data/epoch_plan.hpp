@@ -1,9 +1,9 @@
 #pragma once
 /// @file
 /// `EpochPlan`: which positions of each epoch one loader reads. A loader's positions are the
-/// epoch order, narrowed by slices and parts (interleaved splits), batched, with the
+/// epoch order, narrowed by slices and shares (interleaved splits), batched, with the
 /// remainder dropped, padded or kept as a partial batch. One rule serves every level:
-/// ranks, devices and workers all take batch-aligned parts of the same sequence.
+/// ranks, devices and workers all take batch-aligned shares of the same sequence.
 
 #include <algorithm>
 #include <cstddef>
@@ -31,30 +31,31 @@ struct PositionSlice {
 };
 
 /// Every `count`-th batch of the parent sequence, starting with batch `index`.
-struct SplitPart {
+struct SplitShare {
   std::size_t count = 1;
   std::size_t index = 0;
 };
 
-/// This loader is rank `index` of `count` ranks that each take whole shards (see `shard_part`).
+/// This loader is rank `index` of `count` ranks that each take whole shards (see
+/// `share_by_shards`).
 struct ShardRanks {
   std::size_t count = 1;
   std::size_t index = 0;
 };
 
 namespace detail {
-/// A narrowing of a plan: a slice or a part of the sequence before it.
-using Narrowing = std::variant<PositionSlice, SplitPart>;
+/// A narrowing of a plan: a slice or a share of the sequence before it.
+using Narrowing = std::variant<PositionSlice, SplitShare>;
 
 /// How `EpochPlan::locate` maps a loader's positions back through its narrowings.
 struct NarrowingTrace {
   std::size_t sequence_length = 0;          ///< positions after all narrowings, before batching
   std::vector<std::size_t> parent_lengths;  ///< length of the parent of each narrowing
-  std::vector<std::size_t> slice_begins;    ///< clamped begin of each slice (0 for parts)
+  std::vector<std::size_t> slice_begins;    ///< clamped begin of each slice (0 for shares)
   /// Under `ShardRanks`: this rank's sequence of the epoch's positions (else none).
   std::shared_ptr<const RankSequence> ranks;
   /// Under `ShardRanks` after a restore onto other ranks: the narrowings in force (the ranks'
-  /// interleaved part first); else none, and the plan's own apply.
+  /// interleaved share first); else none, and the plan's own apply.
   std::shared_ptr<const std::vector<Narrowing>> narrowings;
   std::size_t rank_longest = 0;  ///< under `ShardRanks`: the longest rank's positions left
 };
@@ -74,7 +75,7 @@ struct EpochLayout {
   std::size_t length = 0;        ///< positions this loader reads, padding included
   std::size_t num_batches = 0;   ///< batches this loader yields
   std::size_t padding = 0;       ///< items this loader yields that repeat other positions
-  std::size_t dropped = 0;       ///< positions no part of the split reads this epoch
+  std::size_t dropped = 0;       ///< positions no share of the split reads this epoch
   std::size_t pad_from = 0;      ///< first padded position (padding is always a suffix)
   detail::NarrowingTrace trace;  ///< internal: how the plan locates this loader's positions
 };
@@ -97,28 +98,28 @@ class EpochPlan {
     narrowings_.emplace_back(PositionSlice{begin, end});
   }
 
-  /// Narrows to every `count`-th batch starting at `index`; two parts in a row merge into one,
+  /// Narrows to every `count`-th batch starting at `index`; two shares in a row merge into one,
   /// so a rank-then-device split pads or drops once, not at each level.
-  void add_part(std::size_t count, std::size_t index) {
+  void add_share(std::size_t count, std::size_t index) {
     if (count == 0 || index >= count) {
-      throw UsageError("stoke: part " + std::to_string(index) + " of " + std::to_string(count) +
+      throw UsageError("stoke: share " + std::to_string(index) + " of " + std::to_string(count) +
                        " does not exist");
     }
     if (remainder_ == Remainder::partial) {
       throw UsageError(
-          "stoke: splitting needs Remainder::drop or Remainder::pad, so that every part runs "
+          "stoke: splitting needs Remainder::drop or Remainder::pad, so that every share runs "
           "the same number of batches (the loader was built with Remainder::partial)");
     }
     if (!narrowings_.empty()) {
-      if (auto* last = std::get_if<SplitPart>(&narrowings_.back())) {
-        // Part `index` of `count` of part `last->index` of `last->count`: batch t of the result
+      if (auto* last = std::get_if<SplitShare>(&narrowings_.back())) {
+        // Share `index` of `count` of share `last->index` of `last->count`: batch t of the result
         // is parent batch (t * count + index) * last->count + last->index.
         last->index += last->count * index;
         last->count *= count;
         return;
       }
     }
-    narrowings_.emplace_back(SplitPart{count, index});
+    narrowings_.emplace_back(SplitShare{count, index});
   }
 
   /// Makes this plan rank `index` of `count` ranks that each take whole shards of every
@@ -168,11 +169,11 @@ class EpochPlan {
     return shard_ranks_;
   }
 
-  /// Where `delivered` batches of every part of the split into the epoch of `layout` leave it:
+  /// Where `delivered` batches of every share of the split into the epoch of `layout` leave it:
   /// what a state records; `std::nullopt` when only padding is left.
   [[nodiscard]] std::optional<ResumePoint> resume_point(const EpochLayout& layout,
                                                         std::size_t delivered) const {
-    const std::size_t taken = delivered * batch_size_ * part_count(layout);
+    const std::size_t taken = delivered * batch_size_ * share_count(layout);
     const std::size_t at = layout.offset + taken;
     if (!shard_ranks_) {
       if (at >= dataset_size_) return std::nullopt;
@@ -189,24 +190,24 @@ class EpochPlan {
   [[nodiscard]] std::size_t dataset_size() const noexcept { return dataset_size_; }
   [[nodiscard]] std::size_t batch_size() const noexcept { return batch_size_; }
   [[nodiscard]] Remainder remainder() const noexcept { return remainder_; }
-  /// The product of the counts of all part narrowings: how many loaders share the sequence.
-  [[nodiscard]] std::size_t part_count() const noexcept {
-    std::size_t parts = 1;
+  /// The product of the counts of all share narrowings: how many loaders share the sequence.
+  [[nodiscard]] std::size_t share_count() const noexcept {
+    std::size_t shares = 1;
     for (const auto& narrowing : narrowings_) {
-      if (const auto* part = std::get_if<SplitPart>(&narrowing)) parts *= part->count;
+      if (const auto* share = std::get_if<SplitShare>(&narrowing)) shares *= share->count;
     }
-    return parts;
+    return shares;
   }
 
-  /// The product of the counts of the parts in force in `layout` (after a restore onto other
-  /// ranks, the ranks' interleaved part counts too).
-  [[nodiscard]] std::size_t part_count(const EpochLayout& layout) const noexcept {
-    if (!layout.trace.narrowings) return part_count();
-    std::size_t parts = 1;
+  /// The product of the counts of the shares in force in `layout` (after a restore onto other
+  /// ranks, the ranks' interleaved share counts too).
+  [[nodiscard]] std::size_t share_count(const EpochLayout& layout) const noexcept {
+    if (!layout.trace.narrowings) return share_count();
+    std::size_t shares = 1;
     for (const auto& narrowing : *layout.trace.narrowings) {
-      if (const auto* part = std::get_if<SplitPart>(&narrowing)) parts *= part->count;
+      if (const auto* share = std::get_if<SplitShare>(&narrowing)) shares *= share->count;
     }
-    return parts;
+    return shares;
   }
 
   /// Whether any narrowing is a slice (a slice has no place in the epoch-wide count of a state).
@@ -254,13 +255,13 @@ class EpochPlan {
         length = end - begin;
         pad_from = std::clamp(pad_from, begin, end) - begin;
       } else {
-        const auto& part = std::get<SplitPart>(narrowing);
+        const auto& share = std::get<SplitShare>(narrowing);
         out.trace.slice_begins.push_back(0);
-        const std::size_t round = b * part.count;
+        const std::size_t round = b * share.count;
         const std::size_t rounds =
             remainder_ == Remainder::drop ? length / round : (length + round - 1) / round;
         if (remainder_ == Remainder::drop) out.dropped += copies * (length - rounds * round);
-        pad_from = first_padded_in_part(pad_from, part, rounds);
+        pad_from = first_padded_in_share(pad_from, share, rounds);
         length = rounds * b;
       }
     }
@@ -292,8 +293,8 @@ class EpochPlan {
       if (std::holds_alternative<PositionSlice>(narrowings[k])) {
         q += layout.trace.slice_begins[k];
       } else {
-        const auto& part = std::get<SplitPart>(narrowings[k]);
-        q = ((q / b) * part.count + part.index) * b + q % b;
+        const auto& share = std::get<SplitShare>(narrowings[k]);
+        q = ((q / b) * share.count + share.index) * b + q % b;
         // The outermost narrowing wraps over the whole epoch, below.
         if (k > 0 && q >= parent_length && parent_length > 0) q %= parent_length;
       }
@@ -388,18 +389,18 @@ class EpochPlan {
     return out;
   }
 
-  /// The narrowings after a restore onto other ranks: the ranks' interleaved part, merged with
+  /// The narrowings after a restore onto other ranks: the ranks' interleaved share, merged with
   /// a device split that follows it.
   [[nodiscard]] std::shared_ptr<const std::vector<detail::Narrowing>> interleaved_narrowings()
       const {
     auto out = std::make_shared<std::vector<detail::Narrowing>>();
-    out->push_back(SplitPart{shard_ranks_->count, shard_ranks_->index});
+    out->push_back(SplitShare{shard_ranks_->count, shard_ranks_->index});
     for (const auto& narrowing : narrowings_) {
-      const auto* part = std::get_if<SplitPart>(&narrowing);
-      auto* last = std::get_if<SplitPart>(&out->back());
-      if (part && last && out->size() == 1) {
-        last->index += last->count * part->index;
-        last->count *= part->count;
+      const auto* share = std::get_if<SplitShare>(&narrowing);
+      auto* last = std::get_if<SplitShare>(&out->back());
+      if (share && last && out->size() == 1) {
+        last->index += last->count * share->index;
+        last->count *= share->count;
       } else {
         out->push_back(narrowing);
       }
@@ -407,16 +408,17 @@ class EpochPlan {
     return out;
   }
 
-  /// The first position of a part that maps into the parent's padding (or past its end).
-  [[nodiscard]] std::size_t first_padded_in_part(std::size_t parent_pad_from, const SplitPart& part,
-                                                 std::size_t rounds) const noexcept {
+  /// The first position of a share that maps into the parent's padding (or past its end).
+  [[nodiscard]] std::size_t first_padded_in_share(std::size_t parent_pad_from,
+                                                  const SplitShare& share,
+                                                  std::size_t rounds) const noexcept {
     const std::size_t b = batch_size_;
     const std::size_t full = parent_pad_from / b;  // parent batches with no padding
     const std::size_t real_in_partial = parent_pad_from % b;
     const std::size_t first =
-        full <= part.index ? 0 : (full - part.index + part.count - 1) / part.count;
+        full <= share.index ? 0 : (full - share.index + share.count - 1) / share.count;
     if (first >= rounds) return rounds * b;
-    return first * b + (first * part.count + part.index == full ? real_in_partial : 0);
+    return first * b + (first * share.count + share.index == full ? real_in_partial : 0);
   }
 
   std::size_t dataset_size_;

@@ -10,10 +10,10 @@
 namespace stoke {
 
 /// What to do with the samples that do not fill the last batch (or the last round of
-/// batches across the parts of a split).
+/// batches across the shares of a split).
 enum class Remainder {
   partial,  ///< keep them as a smaller last batch (single loaders only)
-  drop,     ///< drop them; every part runs the same number of full batches
+  drop,     ///< drop them; every share runs the same number of full batches
   pad,      ///< pad by wrapping around to the start; padded items are reported in each batch
 };
 

@@ -38,14 +38,13 @@ concept ShardedDataset = requires(const S& dataset) {
 ///
 /// Requirements:
 /// 1. `S` is a `ShardedDataset`;
-/// 2. `s.prefetch_shards(shards)`, on a `const` dataset, takes a `std::span<const std::size_t>`
+/// 2. `s.read_ahead(shards)`, on a `const` dataset, takes a `std::span<const std::size_t>`
 ///    of shard numbers in the order the next epoch visits them, and returns at once; a loader
 ///    with a shard-aware order calls it as each epoch begins.
 template <class S>
-concept PrefetchingShardedDataset =
-    ShardedDataset<S> && requires(const S& dataset, std::span<const std::size_t> shards) {
-      dataset.prefetch_shards(shards);
-    };
+concept ReadAheadShardedDataset =
+    ShardedDataset<S> &&
+    requires(const S& dataset, std::span<const std::size_t> shards) { dataset.read_ahead(shards); };
 
 /// Where the shards of a dataset of `size` samples begin, checked.
 class ShardTable {

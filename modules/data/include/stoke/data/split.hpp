@@ -39,52 +39,52 @@ template <SplitSource L, detail::DeviceRangeOf<typename L::device_type> Devices>
 [[nodiscard]] std::vector<L> split(const L& loader, const Devices& devices) {
   const auto count = static_cast<std::size_t>(std::ranges::distance(devices));
   if (count == 0) throw UsageError("stoke: split needs at least one device");
-  std::vector<L> parts;
-  parts.reserve(count);
+  std::vector<L> shares;
+  shares.reserve(count);
   std::size_t index = 0;
   for (const auto& device : devices) {
-    parts.push_back(loader.part(count, index++));
-    parts.back().set_device(device);
+    shares.push_back(loader.share(count, index++));
+    shares.back().set_device(device);
   }
-  return parts;
+  return shares;
 }
 
-/// How `rank_part` shares an epoch between ranks.
+/// How `rank_share` shares an epoch between ranks.
 enum class RankSplit {
   /// Every `world_size`-th batch, by the rule of `split`: every rank reads every shard.
   interleaved,
-  /// Whole shards per rank, balanced by samples, dealt anew every epoch (`shard_part`): each
+  /// Whole shards per rank, balanced by samples, dealt anew every epoch (`share_by_shards`): each
   /// shard is read by one rank, for data in big files on a shared file system.
   by_shards,
 };
 
-/// The part of `loader` for `rank` of `world_size` ranks. `RankSplit::interleaved` (the
+/// The share of `loader` for `rank` of `world_size` ranks. `RankSplit::interleaved` (the
 /// default) takes every `world_size`-th batch, starting with batch `rank`, by the same rule as
-/// `split`, so splitting a rank's part over its local devices equals one split over all
+/// `split`, so splitting a rank's share over its local devices equals one split over all
 /// devices of all ranks. `RankSplit::by_shards` gives each rank whole shards instead.
 template <SplitSource L>
-[[nodiscard]] L rank_part(const L& loader, std::size_t rank, std::size_t world_size,
-                          RankSplit how = RankSplit::interleaved) {
+[[nodiscard]] L rank_share(const L& loader, std::size_t rank, std::size_t world_size,
+                           RankSplit how = RankSplit::interleaved) {
   if (how == RankSplit::by_shards) {
-    if constexpr (requires { loader.shard_part(world_size, rank); }) {
-      return loader.shard_part(world_size, rank);
+    if constexpr (requires { loader.share_by_shards(world_size, rank); }) {
+      return loader.share_by_shards(world_size, rank);
     } else {
-      throw UsageError("stoke: RankSplit::by_shards needs a loader with shard_part");
+      throw UsageError("stoke: RankSplit::by_shards needs a loader with share_by_shards");
     }
   }
-  return loader.part(world_size, rank);
+  return loader.share(world_size, rank);
 }
 
-/// The state of a split whose parts run in lockstep (every part delivered the same number of
-/// batches); refuses parts that are not in lockstep.
+/// The state of a split whose shares run in lockstep (every share delivered the same number of
+/// batches); refuses shares that are not in lockstep.
 template <SplitSource L>
-[[nodiscard]] LoaderState split_state(const std::vector<L>& parts) {
-  if (parts.empty()) throw UsageError("stoke: split_state needs at least one part");
-  const LoaderState state = parts.front().state();
-  for (std::size_t k = 1; k < parts.size(); ++k) {
-    if (parts[k].state() != state) {
-      throw StateError("stoke: split_state: part " + std::to_string(k) +
-                       " is not in lockstep with part 0");
+[[nodiscard]] LoaderState split_state(const std::vector<L>& shares) {
+  if (shares.empty()) throw UsageError("stoke: split_state needs at least one share");
+  const LoaderState state = shares.front().state();
+  for (std::size_t k = 1; k < shares.size(); ++k) {
+    if (shares[k].state() != state) {
+      throw StateError("stoke: split_state: share " + std::to_string(k) +
+                       " is not in lockstep with share 0");
     }
   }
   return state;

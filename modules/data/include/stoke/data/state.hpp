@@ -10,19 +10,19 @@
 
 #include <nlohmann/json.hpp>
 
-#include <stoke/core/detail/json_fields.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/core/json_fields.hpp>
 #include <stoke/data/remainder.hpp>
 
 namespace stoke {
 
-/// Where a loader (or all the parts of a split, together) stands.
+/// Where a loader (or all the shares of a split, together) stands.
 ///
-/// `consumed` counts positions of `epoch`'s order that were delivered, by all parts of a
-/// split together; since part `k` of `n` takes batch `k` of each round, they are always a
-/// prefix of the epoch, so the state does not depend on how many parts there were.
+/// `consumed` counts positions of `epoch`'s order that were delivered, by all shares of a
+/// split together; since share `k` of `n` takes batch `k` of each round, they are always a
+/// prefix of the epoch, so the state does not depend on how many shares there were.
 ///
-/// Under the shard rank split (`shard_part`), every rank reads its own shards in lockstep:
+/// Under the shard rank split (`share_by_shards`), every rank reads its own shards in lockstep:
 /// `shard_ranks` is the number of ranks the epoch's shards were dealt to, `rank_consumed` the
 /// positions each rank consumed of its own sequence, and `consumed` what was consumed of the
 /// ranks' leftovers after a restore onto another number of ranks (0 before one).
@@ -65,12 +65,12 @@ inline nlohmann::json to_json(const LoaderState& state) {
 /// `where` (a checkpoint's, say: "checkpoint 'ckpt' \"training\" metadata \"loader\"").
 inline LoaderState loader_state_from_json(const nlohmann::json& json,
                                           const std::string& where = "loader state") {
-  const detail::JsonFields fields(json, where);
+  const stoke::JsonFields fields(json, where);
   const bool v2 = fields.at("format") == loader_state_format_v2;
   if (!v2 && fields.at("format") != loader_state_format) {
-    throw InputError("stoke: " + where + " has format " +
-                     detail::json_excerpt(fields.at("format")) + ", expected \"" +
-                     loader_state_format + "\" (or \"" + loader_state_format_v2 + "\")");
+    throw InputError("stoke: " + where + " has format " + stoke::json_excerpt(fields.at("format")) +
+                     ", expected \"" + loader_state_format + "\" (or \"" + loader_state_format_v2 +
+                     "\")");
   }
   LoaderState state{fields.count("seed"),    fields.size("epoch"),
                     fields.size("consumed"), fields.size("dataset_size"),
@@ -81,7 +81,7 @@ inline LoaderState loader_state_from_json(const nlohmann::json& json,
   if (!policy) {
     throw InputError("stoke: " + where +
                      " field \"remainder\" is not \"partial\", \"drop\" or \"pad\": " +
-                     detail::json_excerpt(remainder));
+                     stoke::json_excerpt(remainder));
   }
   state.remainder = *policy;
   if (!v2) {

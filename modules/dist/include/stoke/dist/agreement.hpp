@@ -54,8 +54,8 @@ struct LoaderAgreement {
   }
 };
 
-/// The fields of `loader` that all ranks must share (any stoke loader, or one of its parts:
-/// the fields do not depend on the part).
+/// The fields of `loader` that all ranks must share (any stoke loader, or one of its shares:
+/// the fields do not depend on the share).
 template <class L>
   requires requires(const L& loader) {
     loader.options();

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `Augmentation`: one pipeline of augmentation steps composed with `|`, drawn per sample
+/// `Augmentation`: one pipeline of augmentation operations composed with `|`, drawn per sample
 /// from the sample's own random stream (`SampleRng`), so a sample gets the same augmentation
 /// whichever worker, device or rank loads it.
 
@@ -13,39 +13,39 @@
 #include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
 #include <stoke/images/augment_draw.hpp>
-#include <stoke/images/augment_steps.hpp>
+#include <stoke/images/augment_ops.hpp>
 #include <stoke/images/detail/crop_draws.hpp>
 
 namespace stoke::images {
 
-/// One augmentation pipeline: exactly one geometric step that gives the output size
+/// One augmentation pipeline: exactly one geometric operation that gives the output size
 /// (`random_resized_crop`, `center_crop` or `resize`), then optionally `horizontal_flip` and
 /// `color_jitter`, each at most once, in either order:
 ///
 ///     Augmentation train = random_resized_crop(224, 224) | horizontal_flip() |
 ///                          color_jitter(0.4F, 0.4F, 0.4F);
 ///
-/// A geometric step converts to an `Augmentation`; `|` adds a flip or a jitter to it. A
-/// pipeline that does not start with a geometric step, or holds two, does not compile; a
+/// A geometric operation converts to an `Augmentation`; `|` adds a flip or a jitter to it. A
+/// pipeline that does not start with a geometric operation, or holds two, does not compile; a
 /// flip or a jitter given twice throws `UsageError`.
 ///
 /// `draw` only draws (see there); `render`, `normalize_into` and `render_normalized` apply.
 class Augmentation {
  public:
   /// A pipeline of a random resized crop alone (checked: `UsageError` naming the value).
-  Augmentation(RandomResizedCrop step) : geometry_(detail::checked(step)) {}  // NOLINT
+  Augmentation(RandomResizedCrop op) : geometry_(detail::checked(op)) {}  // NOLINT
   /// A pipeline of a centre crop alone (checked: `UsageError` naming the value).
-  Augmentation(CenterCrop step) : geometry_(detail::checked(step)) {}  // NOLINT
+  Augmentation(CenterCrop op) : geometry_(detail::checked(op)) {}  // NOLINT
   /// A pipeline of a resize alone (checked: `UsageError` naming the value).
-  Augmentation(Resize step) : geometry_(detail::checked(step)) {}  // NOLINT
+  Augmentation(Resize op) : geometry_(detail::checked(op)) {}  // NOLINT
 
   /// Output rows.
   [[nodiscard]] std::uint32_t height() const noexcept {
-    return std::visit([](const auto& step) { return step.height; }, geometry_);
+    return std::visit([](const auto& op) { return op.height; }, geometry_);
   }
   /// Output columns.
   [[nodiscard]] std::uint32_t width() const noexcept {
-    return std::visit([](const auto& step) { return step.width; }, geometry_);
+    return std::visit([](const auto& op) { return op.width; }, geometry_);
   }
   /// Whether the pipeline flips (with a probability above 0).
   [[nodiscard]] bool has_flip() const noexcept { return flip_ && flip_->probability > 0.0F; }
@@ -73,9 +73,8 @@ class Augmentation {
                        "x" + std::to_string(source_width) + ", it has no pixels");
     }
     AugmentDraw out;
-    out.box =
-        std::visit([&](const auto& step) { return box_of(step, source_height, source_width, rng); },
-                   geometry_);
+    out.box = std::visit(
+        [&](const auto& op) { return box_of(op, source_height, source_width, rng); }, geometry_);
     if (flip_) out.flip = rng.uniform() < flip_->probability;
     if (jitter_) {
       out.brightness = factor(jitter_->brightness, rng);
@@ -91,16 +90,15 @@ class Augmentation {
   friend Augmentation operator|(Augmentation augmentation, ColorJitter jitter);
 
  private:
-  static CropBox box_of(const RandomResizedCrop& step, std::uint32_t source_height,
+  static CropBox box_of(const RandomResizedCrop& op, std::uint32_t source_height,
                         std::uint32_t source_width, SampleRng& rng) {
-    return detail::random_resized_crop_box(source_height, source_width, step.scale, step.ratio,
-                                           rng);
+    return detail::random_resized_crop_box(source_height, source_width, op.scale, op.ratio, rng);
   }
-  static CropBox box_of(const CenterCrop& step, std::uint32_t source_height,
+  static CropBox box_of(const CenterCrop& op, std::uint32_t source_height,
                         std::uint32_t source_width, SampleRng& /*rng*/) {
-    return detail::center_crop_box(source_height, source_width, step.height, step.width);
+    return detail::center_crop_box(source_height, source_width, op.height, op.width);
   }
-  static CropBox box_of(const Resize& /*step*/, std::uint32_t source_height,
+  static CropBox box_of(const Resize& /*op*/, std::uint32_t source_height,
                         std::uint32_t source_width, SampleRng& /*rng*/) {
     return {0.0F, 0.0F, static_cast<float>(source_height), static_cast<float>(source_width)};
   }

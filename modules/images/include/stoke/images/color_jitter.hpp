@@ -67,14 +67,14 @@ inline void apply_table(std::span<std::uint8_t> pixels,
 }  // namespace detail
 
 /// Jitters the colours of an HWC image in place (`pixels` of `shape`, 1 or 3 channels), each
-/// step on the bytes the previous one left, all arithmetic in double and every result a byte
+/// adjustment on the bytes the previous one left, all arithmetic in double and every result a byte
 /// rounded half up and clamped to [0, 255] (`detail::to_byte`):
 /// 1. brightness `b`: `v -> b * v` (a blend with black);
 /// 2. contrast `c`: `v -> c * v + (1 - c) * m`, `m` the mean over the image of the pixels'
 ///    grey (`detail::grey`, a byte), as torchvision;
 /// 3. saturation `s`, 3 channels only (a no-op on grey images): each channel
 ///    `v -> s * v + (1 - s) * g`, `g` the pixel's grey.
-/// A factor of exactly 1 leaves the image unchanged (the step is skipped). torchvision
+/// A factor of exactly 1 leaves the image unchanged (the adjustment is skipped). torchvision
 /// truncates where this rounds, so bytes can differ from it by 1. Throws `UsageError` for a
 /// channel count other than 1 or 3, or a byte count that does not match `shape`.
 inline void apply_color_jitter(ImageShape shape, std::span<std::uint8_t> pixels, float brightness,

@@ -11,11 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include <stoke/core/buffer_pool.hpp>
+#include <stoke/core/host_device.hpp>
 #include <stoke/core/rng.hpp>
-#include <stoke/cpu/buffer_pool.hpp>
-#include <stoke/cpu/classification.hpp>
-#include <stoke/cpu/device.hpp>
-#include <stoke/cpu/tensor.hpp>
+#include <stoke/data/classification_batch.hpp>
+#include <stoke/data/host_tensor.hpp>
 #include <stoke/data/replaced_samples.hpp>
 #include <stoke/images/augmentation.hpp>
 #include <stoke/images/bad_samples.hpp>
@@ -28,10 +28,10 @@
 
 namespace stoke::images {
 
-/// Batches `EncodedImage`s into a `cpu::ClassificationBatch`: `inputs` has shape
+/// Batches `EncodedImage`s into a `ClassificationBatch`: `inputs` has shape
 /// `{n, channels * height * width}`, each row an image in CHW order, augmented by
 /// `augmentation` with the sample's own random stream (`sample_rng`) and normalised per
-/// channel; `labels` holds the classes. A batch can also be made in parts on several threads
+/// channel; `labels` holds the classes. A batch can also be made in chunks on several threads
 /// (`begin_batch`: a `ChunkedBatcher`), so the first batch of an epoch decodes on every idle
 /// worker.
 ///
@@ -46,17 +46,17 @@ struct ImageBatcher {
   BadSamplePolicy bad_samples{};       ///< what a sample that fails to decode does
   std::shared_ptr<BadSampleLog> log =  ///< the replaced samples, shared with copies
       std::make_shared<BadSampleLog>();
-  cpu::BufferPool pool{};  ///< where the storage of `inputs` comes from
+  BufferPool pool{};  ///< where the storage of `inputs` comes from
 
-  /// A batch being filled in parts (`fill` on disjoint rows from several threads at once).
+  /// A batch being filled in chunks (`fill` on disjoint rows from several threads at once).
   class Pending {
    public:
     /// Checks the labels of `items` and allocates the uninitialised batch.
-    Pending(const ImageBatcher& batcher, std::vector<EncodedImage> items, const cpu::Device& device)
+    Pending(const ImageBatcher& batcher, std::vector<EncodedImage> items, const HostDevice& device)
         : batcher_(&batcher), items_(std::move(items)) {
       const ImageShape out = batcher.output_shape();
-      out_ = cpu::ClassificationBatch{
-          cpu::Tensor<float>::uninitialized({items_.size(), out.bytes()}, device, batcher.pool),
+      out_ = ClassificationBatch{
+          HostTensor<float>::uninitialized({items_.size(), out.bytes()}, device, batcher.pool),
           detail::image_labels("images::ImageBatcher", items_)};
     }
 
@@ -73,12 +73,12 @@ struct ImageBatcher {
     }
 
     /// The batch, once every row was filled.
-    [[nodiscard]] cpu::ClassificationBatch finish() && { return std::move(out_); }
+    [[nodiscard]] ClassificationBatch finish() && { return std::move(out_); }
 
    private:
     const ImageBatcher* batcher_;
     std::vector<EncodedImage> items_;
-    cpu::ClassificationBatch out_;
+    ClassificationBatch out_;
   };
 
   /// The distinct samples replaced in `epoch` in this process (`ReplacingBatcher`).
@@ -90,16 +90,16 @@ struct ImageBatcher {
   }
 
   /// The batch of `items`, on `device`.
-  [[nodiscard]] cpu::ClassificationBatch batch(std::vector<EncodedImage> items,
-                                               const cpu::Device& device) const {
+  [[nodiscard]] ClassificationBatch batch(std::vector<EncodedImage> items,
+                                          const HostDevice& device) const {
     Pending pending = begin_batch(std::move(items), device);
     pending.fill(0, pending.rows());
     return std::move(pending).finish();
   }
 
-  /// The batch of `items`, checked and allocated on `device`, to be filled in parts.
+  /// The batch of `items`, checked and allocated on `device`, to be filled in chunks.
   [[nodiscard]] Pending begin_batch(std::vector<EncodedImage> items,
-                                    const cpu::Device& device) const {
+                                    const HostDevice& device) const {
     return {*this, std::move(items), device};
   }
 

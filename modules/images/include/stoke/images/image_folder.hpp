@@ -21,7 +21,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/images/image.hpp>
 
 namespace stoke::images {
@@ -155,7 +155,7 @@ class ImageFolder {
   /// when out of range, and `InputError` naming the path and the reason when the file cannot
   /// be read (it vanished, it is unreadable, it shrank while read).
   [[nodiscard]] EncodedImage get(std::size_t index) const {
-    stoke::detail::check_index(index, size(), "ImageFolder");
+    stoke::check_index(index, size(), "ImageFolder");
     const std::filesystem::path& file = shared_->paths[index];
     detail::FileBytes read = detail::read_whole_file(file, "image " + std::to_string(index));
     return {.bytes = read.bytes,
@@ -171,13 +171,13 @@ class ImageFolder {
 
   /// The path of image `index`; throws `UsageError` when out of range.
   [[nodiscard]] const std::filesystem::path& path(std::size_t index) const {
-    stoke::detail::check_index(index, size(), "ImageFolder");
+    stoke::check_index(index, size(), "ImageFolder");
     return shared_->paths[index];
   }
 
   /// The label of image `index`, without reading it; throws `UsageError` when out of range.
   [[nodiscard]] std::uint32_t label(std::size_t index) const {
-    stoke::detail::check_index(index, size(), "ImageFolder");
+    stoke::check_index(index, size(), "ImageFolder");
     return shared_->labels[index];
   }
 

@@ -8,14 +8,14 @@
 #include <string>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/normalization_table.hpp>
+#include <stoke/data/normalization_table.hpp>
 #include <stoke/images/detail/augment_checks.hpp>
 
 namespace stoke::images {
 
 /// Per-channel normalisation of image bytes: channel `c`'s byte `b` becomes
 /// `(b / 255 - mean[c]) / std[c]` in float32, looked up in a table made by
-/// `stoke::detail::normalization_table` (the expression every batcher shares, so host and
+/// `stoke::normalization_table` (the expression every batcher shares, so host and
 /// device batches are equal bit for bit).
 class Normalization {
  public:
@@ -51,7 +51,7 @@ class Normalization {
       throw UsageError("stoke: Normalization: std" + which + detail::format_value(std) +
                        " must be finite and non-zero");
     }
-    tables_[channel] = stoke::detail::normalization_table(mean, std);
+    tables_[channel] = stoke::normalization_table(mean, std);
   }
 
   std::array<std::array<float, 256>, 3> tables_{};

@@ -3,7 +3,7 @@
 /// The second half of a sample's augmentation: resampling the drawn box to the output size
 /// (`render`), flipping and normalising into CHW floats (`normalize_into`), or both in one
 /// pass when there is no colour jitter (`render_normalized`), equal bit for bit to the two
-/// steps because they share the row functions.
+/// passes because they share the row functions.
 
 #include <array>
 #include <cmath>

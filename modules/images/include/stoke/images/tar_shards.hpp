@@ -20,7 +20,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/data/sources/mmap_records.hpp>
 #include <stoke/data/sources/sharded_arrays.hpp>
 #include <stoke/images/detail/tar_reader.hpp>
@@ -37,7 +37,7 @@ struct TarShardsOptions {
   std::string label_extension = "cls";
   /// Labels must be below this (0: any 32-bit label).
   std::size_t num_classes = 0;
-  /// Shards advised to the kernel ahead of the one being read (`prefetch_shards`).
+  /// Shards advised to the kernel ahead of the one being read (`read_ahead`).
   std::size_t read_ahead_shards = 2;
 };
 
@@ -55,7 +55,7 @@ struct TarShardsOptions {
 /// - `get` returns the image's bytes in place, inside the mapping, which the returned
 ///   `EncodedImage` keeps alive; copies of the dataset share the mappings.
 /// - A `ShardedDataset`: `shard_begins()` lets a loader's `shuffle_shards` and shard rank split
-///   keep consecutive samples in one shard; `prefetch_shards` advises the kernel to read the
+///   keep consecutive samples in one shard; `read_ahead` advises the kernel to read the
 ///   next shards of the epoch ahead.
 ///
 /// As with `MmapRecordDataset`, a shard must not shrink while it is mapped (reading past its
@@ -109,7 +109,7 @@ class TarShards {
   /// Sample `index`: its image's bytes inside the mapped shard, its label, and
   /// `"<shard path>:<key>"` as its source. Throws `UsageError` when out of range.
   [[nodiscard]] EncodedImage get(std::size_t index) const {
-    stoke::detail::check_index(index, size(), "TarShards");
+    stoke::check_index(index, size(), "TarShards");
     const auto [k, i] = locate(index);
     note_read(k);
     const Shared& s = *shared_;
@@ -134,7 +134,7 @@ class TarShards {
   /// The key of sample `index` (its members' shared name); throws `UsageError` when out of
   /// range.
   [[nodiscard]] const std::string& key(std::size_t index) const {
-    stoke::detail::check_index(index, size(), "TarShards");
+    stoke::check_index(index, size(), "TarShards");
     const auto [k, i] = locate(index);
     return shared_->samples[k][i].key;
   }
@@ -142,7 +142,7 @@ class TarShards {
   /// The label of sample `index`, without touching its image; throws `UsageError` when out of
   /// range.
   [[nodiscard]] std::uint32_t label(std::size_t index) const {
-    stoke::detail::check_index(index, size(), "TarShards");
+    stoke::check_index(index, size(), "TarShards");
     const auto [k, i] = locate(index);
     return shared_->samples[k][i].label;
   }
@@ -152,7 +152,7 @@ class TarShards {
   /// each shard of the list, the ones that many after it (`posix_madvise` `WILLNEED`: the
   /// reading happens in the background, and this returns at once). Shard numbers out of range
   /// are ignored.
-  void prefetch_shards(std::span<const std::size_t> shards) const {
+  void read_ahead(std::span<const std::size_t> shards) const {
     Shared& s = *shared_;
     const std::lock_guard lock(s.plan_mutex);
     s.plan.clear();
@@ -169,7 +169,7 @@ class TarShards {
     advise_upto(std::min(s.options.read_ahead_shards, s.plan.size()));
   }
 
-  /// The shards advised to the kernel since the last `prefetch_shards`, in the order advised
+  /// The shards advised to the kernel since the last `read_ahead`, in the order advised
   /// (for checking the read-ahead).
   [[nodiscard]] std::vector<std::size_t> prefetched_shards() const {
     const std::lock_guard lock(shared_->plan_mutex);

@@ -14,7 +14,7 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/batch.hpp>
-#include <stoke/data/detail/step_chunks.hpp>
+#include <stoke/data/detail/batch_maker.hpp>
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/detail/worker_activity.hpp>
 #include <stoke/data/sample_context.hpp>
@@ -25,7 +25,7 @@ namespace stoke::detail {
 /// filled in `chunks` row ranges of nearly equal size. A range that fails is rethrown as a
 /// `DataError` naming the dataset index of its first row and the thread that filled it.
 template <class Output, class Pending>
-class BatchChunks final : public StepChunks<Batch<Output>> {
+class BatchChunks final : public BatchInChunks<Batch<Output>> {
  public:
   /// `where` names the batch (epoch, step, device) in errors; `indices` are its dataset
   /// indices, the last `padding` of them padding; `seed` is the loader's, for the sample

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// `detail::EpochBatches`: how the batches of one epoch of a loader are made, on whichever
-/// thread asks: the positions of a step mapped to dataset indices, the samples read, the
+/// thread asks: the positions of a batch mapped to dataset indices, the samples read, the
 /// batcher run, failures rethrown as `DataError`.
 
 #include <algorithm>
@@ -20,8 +20,8 @@
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/detail/any_epoch_order.hpp>
 #include <stoke/data/detail/batch_chunks.hpp>
+#include <stoke/data/detail/batch_maker.hpp>
 #include <stoke/data/detail/loader_source.hpp>
-#include <stoke/data/detail/step_chunks.hpp>
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/detail/worker_activity.hpp>
 #include <stoke/data/epoch_plan.hpp>
@@ -33,14 +33,14 @@ namespace stoke::detail {
 /// the loader's workers share one per epoch.
 template <Dataset S, class T, Backend B>
   requires Batcher<T, B, dataset_item_t<S>>
-class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_item_t<S>>>> {
+class EpochBatches final : public BatchMaker<Batch<batch_output_t<T, B, dataset_item_t<S>>>> {
  public:
   using item_type = dataset_item_t<S>;                        ///< one sample
   using batch_type = Batch<batch_output_t<T, B, item_type>>;  ///< one batch
   using device_type = device_t<B>;                            ///< where batches go
 
   /// Epoch `layout.epoch` of a loader with `plan` over `source`, for `device`. With a
-  /// `ChunkedBatcher` and `max_chunks > 0`, the pool may open steps in up to `max_chunks` chunks.
+  /// `ChunkedBatcher` and `max_chunks > 0`, the pool may open batches in up to `max_chunks` chunks.
   EpochBatches(std::shared_ptr<const LoaderSource<S, T>> source, device_type device,
                std::uint64_t seed, EpochPlan plan, EpochLayout layout, std::size_t max_chunks = 0)
       : source_(std::move(source)),
@@ -49,7 +49,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
         plan_(std::move(plan)),
         layout_(std::move(layout)),
         order_(source_->order(layout_.epoch)),
-        first_step_(layout_.offset / (plan_.batch_size() * plan_.part_count(layout_))),
+        first_step_(layout_.offset / (plan_.batch_size() * plan_.share_count(layout_))),
         max_chunks_(max_chunks) {}
 
   /// Batches in the epoch.
@@ -60,7 +60,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   [[nodiscard]] std::vector<std::size_t> shard_visits() const {
     if (layout_.trace.ranks) {  // this rank's shards, as far as the ranks read them
       if (plan_.has_slices()) return layout_.trace.ranks->shards();
-      return layout_.trace.ranks->shards(layout_.length * plan_.part_count(layout_));
+      return layout_.trace.ranks->shards(layout_.length * plan_.share_count(layout_));
     }
     return order_.shards_from(layout_.offset);
   }
@@ -68,7 +68,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   /// Makes batch `step` on thread `thread` (named in errors). While it reads and batches,
   /// `stoke::sample_rng()` gives each sample's stream.
   batch_type make(std::size_t step, std::size_t thread) const override {
-    StepItems read = read_step(step, thread);
+    BatchItems read = read_batch(step, thread);
     const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
     const SampleContextScope scope(context);
     note_activity(WorkerActivity::Stage::batch, first_index(read));
@@ -95,10 +95,10 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
 
   /// Reads batch `step` and lets the `ChunkedBatcher` allocate it, on thread `thread`; its row
   /// ranges are then filled on any threads.
-  std::shared_ptr<StepChunks<batch_type>> open(std::size_t step,
-                                               std::size_t thread) const override {
+  std::shared_ptr<BatchInChunks<batch_type>> open(std::size_t step,
+                                                  std::size_t thread) const override {
     if constexpr (ChunkedBatcher<T, B, item_type>) {
-      StepItems read = read_step(step, thread);
+      BatchItems read = read_batch(step, thread);
       const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
       const SampleContextScope scope(context);
       using Pending = decltype(source_->batcher().begin_batch(std::move(read.items), device_));
@@ -113,13 +113,13 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
         fail(step, first_index(read), "batch", thread);
       }
     } else {
-      return StepMaker<batch_type>::open(step, thread);
+      return BatchMaker<batch_type>::open(step, thread);
     }
   }
 
  private:
   /// The items of one batch read from the dataset, with their dataset indices.
-  struct StepItems {
+  struct BatchItems {
     std::vector<item_type> items;
     std::vector<std::size_t> indices;
     std::size_t padding = 0;  ///< how many trailing items are padding
@@ -127,11 +127,11 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
 
   /// Reads the items of batch `step`, with each sample's context installed; a failed read is
   /// rethrown as `DataError`.
-  [[nodiscard]] StepItems read_step(std::size_t step, std::size_t thread) const {
+  [[nodiscard]] BatchItems read_batch(std::size_t step, std::size_t thread) const {
     const std::size_t b = plan_.batch_size();
     const std::size_t first = step * b;
     const std::size_t count = std::min(b, layout_.length - first);
-    StepItems read;
+    BatchItems read;
     read.indices.resize(count);
     plan_.locate(layout_, first, read.indices);
     order_.map(read.indices);
@@ -166,7 +166,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   }
 
   /// The dataset index of the first item of `read` (0 for none).
-  [[nodiscard]] static std::size_t first_index(const StepItems& read) noexcept {
+  [[nodiscard]] static std::size_t first_index(const BatchItems& read) noexcept {
     return read.indices.empty() ? 0 : read.indices.front();
   }
 
@@ -189,7 +189,7 @@ class EpochBatches final : public StepMaker<Batch<batch_output_t<T, B, dataset_i
   EpochLayout layout_;
   AnyEpochOrder order_;
   /// The epoch's step of this loader's first batch: after a restore, the rounds of batches
-  /// consumed before it (rounded down when the restore changed the number of parts).
+  /// consumed before it (rounded down when the restore changed the number of shares).
   std::size_t first_step_;
   std::size_t max_chunks_;
 };

@@ -12,9 +12,9 @@
 namespace stoke::detail {
 
 /// The highest epoch a loader and its copies have begun. A copy starts at its source's
-/// epoch, so a loader copied once per epoch (`auto part = parts[d];` inside the epoch loop)
+/// epoch, so a loader copied once per epoch (`auto share = shares[d];` inside the epoch loop)
 /// would otherwise load epoch 0 every time: the forgotten-`set_epoch` bug of other loaders.
-/// Slices and parts are loaders of their own, with ledgers of their own; a loader whose next
+/// Slices and shares are loaders of their own, with ledgers of their own; a loader whose next
 /// epoch was chosen (`set_epoch`, `restore`) starts a new ledger. Thread-safe.
 class EpochLedger {
  public:

@@ -27,7 +27,7 @@
 
 namespace stoke::detail {
 
-/// Base of `BatchLoader` and `MultiThreadLoader` (CRTP: `slice` and `part` return `Derived`).
+/// Base of `BatchLoader` and `MultiThreadLoader` (CRTP: `slice` and `share` return `Derived`).
 template <class Derived, Dataset S, class T, Backend B>
   requires Batcher<T, B, dataset_item_t<S>>
 class LoaderBase {
@@ -59,7 +59,7 @@ class LoaderBase {
   [[nodiscard]] std::size_t num_batches() const { return plan_.layout(epoch()).num_batches; }
   /// Items the next epoch yields that repeat other positions (padding, `Remainder::pad`).
   [[nodiscard]] std::size_t num_padded() const { return plan_.layout(epoch()).padding; }
-  /// Samples no part of the split reads in the next epoch (`Remainder::drop`).
+  /// Samples no share of the split reads in the next epoch (`Remainder::drop`).
   [[nodiscard]] std::size_t num_dropped() const { return plan_.layout(epoch()).dropped; }
   /// The shape of `epoch` for this loader: batches, padding, dropped samples.
   [[nodiscard]] EpochLayout layout(std::size_t epoch) const { return plan_.layout(epoch); }
@@ -81,7 +81,7 @@ class LoaderBase {
   [[nodiscard]] const EpochPlan& plan() const noexcept { return plan_; }
   /// The dataset.
   [[nodiscard]] const S& dataset() const noexcept { return source_->dataset(); }
-  /// The batcher (shared with the loader's copies, slices and parts).
+  /// The batcher (shared with the loader's copies, slices and shares).
   [[nodiscard]] const T& batcher() const noexcept { return source_->batcher(); }
 
   /// A loader over positions `[begin, end)` of this loader's epoch sequence (clamped to it).
@@ -93,12 +93,12 @@ class LoaderBase {
     return copy;
   }
 
-  /// Part `index` of `count`: every `count`-th batch of this loader, starting with batch
-  /// `index`. The parts have equal batch counts (remainder dropped or padded), are disjoint,
+  /// Share `index` of `count`: every `count`-th batch of this loader, starting with batch
+  /// `index`. The shares have equal batch counts (remainder dropped or padded), are disjoint,
   /// and together cover the epoch; see `split`.
-  [[nodiscard]] Derived part(std::size_t count, std::size_t index) const {
+  [[nodiscard]] Derived share(std::size_t count, std::size_t index) const {
     Derived copy(self());
-    copy.plan_.add_part(count, index);
+    copy.plan_.add_share(count, index);
     copy.position_.detach();
     return copy;
   }
@@ -108,20 +108,20 @@ class LoaderBase {
   /// read the same shard. Split it over the rank's devices as usual; every device of every
   /// rank gets the same number of batches. Needs `shuffle_shards` over a `ShardedDataset`, and
   /// must be the loader's first split.
-  [[nodiscard]] Derived shard_part(std::size_t count, std::size_t index) const {
+  [[nodiscard]] Derived share_by_shards(std::size_t count, std::size_t index) const {
     Derived copy(self());
     copy.plan_.add_shard_ranks(count, index, source_->shard_table(), options_.seed);
     copy.position_.detach();
     return copy;
   }
 
-  /// Where this loader stands: {seed, epoch, positions of the epoch consumed by all parts of
+  /// Where this loader stands: {seed, epoch, positions of the epoch consumed by all shares of
   /// its split together}. Taken inside the loop body, it counts the batch being processed.
-  /// Defined for a loader and its parts, not for slices.
+  /// Defined for a loader and its shares, not for slices.
   [[nodiscard]] LoaderState state() const { return position_.state(plan_, options_); }
 
   /// Resumes from `state`: the next `iter()` loads the rest of `state.epoch`. The remaining
-  /// positions are split over this loader's parts, whatever their number was when the state
+  /// positions are split over this loader's shares, whatever their number was when the state
   /// was taken. A state of another dataset size, seed or order is refused naming the mismatch.
   void restore(const LoaderState& state) { position_.restore(state, plan_, options_); }
 
@@ -135,9 +135,9 @@ class LoaderBase {
   std::shared_ptr<const EpochBatches<S, T, B>> begin_epoch(std::size_t max_chunks = 0) {
     auto batches = std::make_shared<const EpochBatches<S, T, B>>(
         source_, device_, options_.seed, plan_, position_.begin_epoch(plan_), max_chunks);
-    if constexpr (PrefetchingShardedDataset<S>) {
+    if constexpr (ReadAheadShardedDataset<S>) {
       const std::vector<std::size_t> shards = batches->shard_visits();
-      if (!shards.empty()) source_->dataset().prefetch_shards(shards);
+      if (!shards.empty()) source_->dataset().read_ahead(shards);
     }
     return batches;
   }

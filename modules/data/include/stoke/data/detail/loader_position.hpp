@@ -49,7 +49,7 @@ class LoaderPosition {
     next_epoch_ = epoch;
     epoch_chosen_ = true;
   }
-  /// Starts a ledger of its own (a slice or a part is a loader of its own).
+  /// Starts a ledger of its own (a slice or a share is a loader of its own).
   void detach() { ledger_ = std::make_shared<EpochLedger>(); }
 
   /// Begins the next epoch of `plan`: refuses an epoch the ledger already saw, advances the
@@ -72,11 +72,11 @@ class LoaderPosition {
   /// The progress the current epoch's feed counts in.
   [[nodiscard]] const std::shared_ptr<Progress>& progress() const noexcept { return progress_; }
 
-  /// {seed, epoch, positions of the epoch consumed by all parts of `plan`'s split together}.
+  /// {seed, epoch, positions of the epoch consumed by all shares of `plan`'s split together}.
   [[nodiscard]] LoaderState state(const EpochPlan& plan, const LoaderOptions& options) const {
     if (plan.has_slices()) {
       throw UsageError(
-          "stoke: state() is defined for a loader and its split parts, not for a slice");
+          "stoke: state() is defined for a loader and its split shares, not for a slice");
     }
     LoaderState state{options.seed,        next_epoch_,     0,
                       plan.dataset_size(), options.shuffle, options.shard_aware,
@@ -101,7 +101,7 @@ class LoaderPosition {
   }
 
   /// Resumes from `state`: the next epoch is the rest of `state.epoch`, split over `plan`'s
-  /// parts. A state of another dataset size, seed or order is refused naming the mismatch.
+  /// shares. A state of another dataset size, seed or order is refused naming the mismatch.
   void restore(const LoaderState& state, EpochPlan& plan, const LoaderOptions& options) {
     const auto mismatch = [](const char* what, auto saved, auto here) {
       throw InputError(std::string("stoke: cannot restore loader state: it was saved with ") +
@@ -135,7 +135,7 @@ class LoaderPosition {
           "stoke: cannot restore loader state: it was saved under the shard rank "
           "split (" +
           std::to_string(state.shard_ranks) +
-          " ranks), and this loader splits ranks by interleaving; use shard_part");
+          " ranks), and this loader splits ranks by interleaving; use share_by_shards");
     }
     set_epoch(state.epoch);
     plan.resume_at(state.epoch,

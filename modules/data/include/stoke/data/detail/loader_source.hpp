@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// `detail::LoaderSource`: what a loader reads and batches with, shared (immutable) by the
-/// loader, its copies, slices and parts, and the threads that make its batches.
+/// loader, its copies, slices and shares, and the threads that make its batches.
 
 #include <cstddef>
 #include <cstdint>

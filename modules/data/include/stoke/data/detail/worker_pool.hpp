@@ -17,7 +17,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/step_chunks.hpp>
+#include <stoke/data/detail/batch_maker.hpp>
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/detail/worker_activity.hpp>
 
@@ -36,15 +36,15 @@ namespace stoke::detail {
 /// A consumer that finds its batch not ready yet spins briefly before it sleeps, when recent
 /// waits were short (small batches): a sleep and a wake-up cost more than such a wait.
 ///
-/// When the epoch's `StepMaker` makes chunks, the step the consumer needs next (the head), when
+/// When the epoch's `BatchMaker` makes chunks, the batch the consumer needs next (the head), when
 /// a worker claims it while nothing is buffered (the start of an epoch, or after a stall), is
-/// made in chunks (`StepChunks`) to reach the consumer sooner:
+/// made in chunks (`BatchInChunks`) to reach the consumer sooner:
 /// - the workers and the waiting consumer take chunks until none are left, at most one
-///   thread per processor at once; the other workers wait rather than start later steps;
-/// - whoever makes the last chunk finishes the step. A consumer that does has its value
+///   thread per processor at once; the other workers wait rather than start later batches;
+/// - whoever makes the last chunk finishes the batch. A consumer that does has its value
 ///   without a wake-up; a worker that does, while the consumer sleeps, waits (briefly) for
 ///   the consumer to take it before it goes on, leaving it a processor.
-/// Other steps are made whole by `StepMaker::make`.
+/// Other batches are made whole by `BatchMaker::make`.
 ///
 /// With a batch timeout, a consumer that waits longer than that for one step throws a
 /// `TimeoutError` naming every busy worker, its stage and the dataset index it reads.
@@ -89,7 +89,7 @@ class WorkerPoolCore {
   /// Starts an epoch of `num_steps` steps made by `maker` (in chunks, when it makes chunks and
   /// the consumer waits with nothing buffered); returns its generation. An epoch still
   /// running is abandoned.
-  std::size_t start(std::size_t num_steps, std::shared_ptr<const StepMaker<Value>> maker) {
+  std::size_t start(std::size_t num_steps, std::shared_ptr<const BatchMaker<Value>> maker) {
     std::size_t generation = 0;
     {
       std::lock_guard lock(mutex_);
@@ -173,7 +173,7 @@ class WorkerPoolCore {
     this_thread_activity = &activities_[id];
     std::unique_lock lock(mutex_);
     for (;;) {
-      // While the head step is open, the workers that do not make its chunks wait: the
+      // While the head batch is open, the workers that do not make its chunks wait: the
       // consumer needs it first.
       work_ready_.wait(lock, [&] {
         return stop_ || can_make_chunk() || (!opening_ && !open_ && has_claimable_step());
@@ -186,11 +186,11 @@ class WorkerPoolCore {
       }
       const std::size_t step = next_claim_++;
       const std::size_t generation = generation_;
-      const std::shared_ptr<const StepMaker<Value>> maker = maker_;
+      const std::shared_ptr<const BatchMaker<Value>> maker = maker_;
       const Busy busy(*this, id, step);
       if (maker->makes_chunks() && step == next_take_) {
         opening_ = true;  // the others wait for its chunks rather than claim later steps
-        open_step(lock, step, generation, maker, id);
+        open_batch(lock, step, generation, maker, id);
         continue;
       }
       lock.unlock();
@@ -272,9 +272,9 @@ class WorkerPoolCore {
     std::exception_ptr error;
   };
 
-  /// The head step while it is made in chunks.
-  struct OpenStep {
-    std::shared_ptr<StepChunks<Value>> chunks;
+  /// The head batch while it is made in chunks.
+  struct OpenBatch {
+    std::shared_ptr<BatchInChunks<Value>> chunks;
     std::size_t step = 0;
     std::size_t generation = 0;
     std::size_t count = 0;       ///< number of chunks
@@ -324,7 +324,7 @@ class WorkerPoolCore {
     return next_claim_ < num_steps_ && next_claim_ < next_take_ + slots_.size();
   }
 
-  /// Whether this thread may take a chunk of the open step now: one is left, and fewer threads
+  /// Whether this thread may take a chunk of the open batch now: one is left, and fewer threads
   /// than processors make chunks (one more would only take turns with them, and a thread
   /// descheduled in the middle of a chunk would hold the whole step back).
   bool can_make_chunk() const {
@@ -339,10 +339,10 @@ class WorkerPoolCore {
     result_ready_.notify_all();
   }
 
-  /// Claims and makes one chunk of the open step (`lock` held on entry and on return); the
-  /// thread that makes its last chunk finishes the step and delivers it.
+  /// Claims and makes one chunk of the open batch (`lock` held on entry and on return); the
+  /// thread that makes its last chunk finishes the batch and delivers it.
   void make_open_chunk(std::unique_lock<std::mutex>& lock, std::size_t worker) {
-    const std::shared_ptr<OpenStep> open = open_;
+    const std::shared_ptr<OpenBatch> open = open_;
     const std::size_t chunk = open->next_chunk++;
     ++open->active;
     lock.unlock();
@@ -358,7 +358,7 @@ class WorkerPoolCore {
     if (++open->done < open->count) return;
     if (open_ == open) {
       open_.reset();
-      work_ready_.notify_all();  // the workers held back by the open step can claim steps
+      work_ready_.notify_all();  // the workers held back by the open batch can claim steps
     }
     if (open->generation != generation_) return;
     Result result;
@@ -385,12 +385,12 @@ class WorkerPoolCore {
     }
   }
 
-  /// Opens the head `step` of epoch `generation` for chunks (`lock` held on entry and on
+  /// Opens the head batch (`step`) of epoch `generation` for chunks (`lock` held on entry and on
   /// return, `opening_` set by the caller).
-  void open_step(std::unique_lock<std::mutex>& lock, std::size_t step, std::size_t generation,
-                 const std::shared_ptr<const StepMaker<Value>>& maker, std::size_t worker) {
+  void open_batch(std::unique_lock<std::mutex>& lock, std::size_t step, std::size_t generation,
+                  const std::shared_ptr<const BatchMaker<Value>>& maker, std::size_t worker) {
     lock.unlock();
-    std::shared_ptr<StepChunks<Value>> chunks;
+    std::shared_ptr<BatchInChunks<Value>> chunks;
     Result failed;
     try {
       chunks = maker->open(step, worker);
@@ -403,11 +403,11 @@ class WorkerPoolCore {
     if (!chunks) {
       deliver(step, generation, std::move(failed));
     } else {
-      open_ = std::make_shared<OpenStep>(
-          OpenStep{.chunks = std::move(chunks), .step = step, .generation = generation});
+      open_ = std::make_shared<OpenBatch>(
+          OpenBatch{.chunks = std::move(chunks), .step = step, .generation = generation});
       open_->count = std::max<std::size_t>(1, open_->chunks->chunks());
       publish();
-      result_ready_.notify_all();  // a consumer waiting for the head step can help
+      result_ready_.notify_all();  // a consumer waiting for the head batch can help
     }
     work_ready_.notify_all();  // idle workers can help, or claim later steps again
   }
@@ -419,13 +419,13 @@ class WorkerPoolCore {
   std::condition_variable exited_;  ///< a worker left `run`
   std::vector<std::optional<Result>> slots_;
   std::vector<WorkerState> workers_;
-  std::unique_ptr<WorkerActivity[]> activities_;   ///< what each worker reads, for `time_out`
-  std::chrono::milliseconds batch_timeout_;        ///< zero: the consumer waits without bound
-  std::shared_ptr<const StepMaker<Value>> maker_;  ///< makes the current epoch's steps
-  std::shared_ptr<OpenStep> open_;                 ///< the head step while it is made in chunks
-  bool opening_ = false;                           ///< a worker is opening the head step
-  bool consumer_waiting_ = false;                  ///< the consumer waits in `take`
-  /// The most threads that make chunks of the open step at once: one per processor.
+  std::unique_ptr<WorkerActivity[]> activities_;    ///< what each worker reads, for `time_out`
+  std::chrono::milliseconds batch_timeout_;         ///< zero: the consumer waits without bound
+  std::shared_ptr<const BatchMaker<Value>> maker_;  ///< makes the current epoch's steps
+  std::shared_ptr<OpenBatch> open_;                 ///< the head batch while it is made in chunks
+  bool opening_ = false;                            ///< a worker is opening the head batch
+  bool consumer_waiting_ = false;                   ///< the consumer waits in `take`
+  /// The most threads that make chunks of the open batch at once: one per processor.
   std::size_t max_chunk_makers_ = std::max(1U, std::thread::hardware_concurrency());
   std::size_t generation_ = 0;
   std::size_t num_steps_ = 0;
@@ -476,7 +476,7 @@ class WorkerPool {
 
   /// Starts an epoch of `num_steps` steps made by `maker`; returns its generation (see
   /// `WorkerPoolCore::start`).
-  std::size_t start(std::size_t num_steps, std::shared_ptr<const StepMaker<Value>> maker) {
+  std::size_t start(std::size_t num_steps, std::shared_ptr<const BatchMaker<Value>> maker) {
     return core_->start(num_steps, std::move(maker));
   }
   /// The next value of epoch `generation` (see `WorkerPoolCore::take`).

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/check_index.hpp>
 
 namespace stoke {
 
@@ -236,7 +236,7 @@ class ArrayDataset {
   [[nodiscard]] std::size_t size() const noexcept { return shard_.rows(); }
   /// Row `index`; throws `UsageError` naming the index and the size when out of range.
   [[nodiscard]] ArrayRow<T> get(std::size_t index) const {
-    detail::check_index(index, size(), "ArrayDataset");
+    stoke::check_index(index, size(), "ArrayDataset");
     return {shard_.values<T>(index), shard_.owner()};
   }
   /// Element type and shape.

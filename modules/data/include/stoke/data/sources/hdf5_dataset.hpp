@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/data/sources/array_shard.hpp>
 #include <stoke/data/sources/detail/hdf5_handle.hpp>
 #include <stoke/data/sources/hdf5_variable.hpp>
@@ -54,7 +54,7 @@ class Hdf5Dataset {
   /// Row `index`, read from the file. Throws `UsageError` naming the index and the size when
   /// out of range, and `InputError` when reading fails.
   [[nodiscard]] ArrayRow<T> get(std::size_t index) const {
-    detail::check_index(index, size(), "Hdf5Dataset");
+    stoke::check_index(index, size(), "Hdf5Dataset");
     const std::size_t elements = variable_->info().row_elements();
     std::shared_ptr<T[]> values = std::make_shared<T[]>(elements);
     variable_->read_rows(index, 1, std::as_writable_bytes(std::span<T>(values.get(), elements)));
@@ -65,7 +65,7 @@ class Hdf5Dataset {
   /// sorted, repeats read once) into one buffer that every appended row views. Checks every
   /// index first: on `UsageError` nothing is appended.
   void get_many(std::span<const std::size_t> indices, std::vector<ArrayRow<T>>& out) const {
-    for (const std::size_t index : indices) detail::check_index(index, size(), "Hdf5Dataset");
+    for (const std::size_t index : indices) stoke::check_index(index, size(), "Hdf5Dataset");
     std::vector<std::size_t> rows(indices.begin(), indices.end());
     std::sort(rows.begin(), rows.end());
     rows.erase(std::unique(rows.begin(), rows.end()), rows.end());

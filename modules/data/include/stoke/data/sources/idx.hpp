@@ -23,9 +23,9 @@
 #include <utility>
 #include <vector>
 
-#include <stoke/core/detail/read_file.hpp>
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/core/read_file.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/data/sources/detail/bounded_inflate.hpp>
 
@@ -341,7 +341,7 @@ class IdxClassificationDataset {
   /// Image `index` (its pixels point into the shared buffer) with its label. Throws
   /// `UsageError` naming the index and the size when `index >= size()`.
   [[nodiscard]] LabeledImage get(std::size_t index) const {
-    detail::check_index(index, size(), "IdxClassificationDataset");
+    stoke::check_index(index, size(), "IdxClassificationDataset");
     return {images_.data().subspan(index * image_size_, image_size_), labels_.data()[index]};
   }
 

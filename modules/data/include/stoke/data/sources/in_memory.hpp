@@ -27,7 +27,7 @@ class InMemoryDataset {
   /// Sample `index`, by reference into the shared storage; throws `UsageError`
   /// naming the index and the size when `index >= size()`.
   [[nodiscard]] typename std::vector<T>::const_reference get(std::size_t index) const {
-    detail::check_index(index, size(), "InMemoryDataset");
+    stoke::check_index(index, size(), "InMemoryDataset");
     return (*items_)[index];
   }
 
@@ -36,7 +36,7 @@ class InMemoryDataset {
   void get_many(std::span<const std::size_t> indices, std::vector<T>& out) const {
     const std::vector<T>& items = *items_;
     for (const std::size_t index : indices) {
-      detail::check_index(index, items.size(), "InMemoryDataset");
+      stoke::check_index(index, items.size(), "InMemoryDataset");
       detail::prefetch(&items[index]);  // shuffled indices miss the cache: start every load now
     }
     out.reserve(out.size() + indices.size());

@@ -15,7 +15,7 @@
 #include <utility>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/data/sources/detail/open_file.hpp>
 
 namespace stoke {
@@ -173,7 +173,7 @@ class MmapRecordDataset {
   /// `FileAccess::read`, `InputError` naming the file and the byte offset when the read fails
   /// or the file now ends before the record does.
   [[nodiscard]] RecordBytes get(std::size_t index) const {
-    detail::check_index(index, size_, "MmapRecordDataset");
+    stoke::check_index(index, size_, "MmapRecordDataset");
     if (access_ == FileAccess::map) {
       return RecordBytes(mapping_->bytes().subspan(index * record_size_, record_size_));
     }

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/data/sources/array_shard.hpp>
 #include <stoke/data/sources/detail/npy_header.hpp>
 #include <stoke/data/sources/mmap_records.hpp>
@@ -116,7 +116,7 @@ class NpyDataset {
   [[nodiscard]] std::size_t size() const noexcept { return rows_.size(); }
   /// Row `index`; throws `UsageError` naming the index and the size when out of range.
   [[nodiscard]] ArrayRow<T> get(std::size_t index) const {
-    detail::check_index(index, size(), "NpyDataset");
+    stoke::check_index(index, size(), "NpyDataset");
     return rows_.get(index);
   }
   /// Element type and shape.

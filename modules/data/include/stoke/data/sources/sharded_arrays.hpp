@@ -21,7 +21,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/data/shard_cache.hpp>
 #include <stoke/data/sources/array_shard.hpp>
 
@@ -72,7 +72,7 @@ inline std::vector<std::filesystem::path> files_matching(const std::filesystem::
 /// - At most `cache.resident` shards (and `cache.max_bytes`) are resident per process, shared
 ///   by every copy of the dataset (every worker thread and local device); besides them, the
 ///   heads of as many shards that windows ran over into (see `rows`).
-/// - The loader tells it the order of the epoch's shards (`prefetch_shards`); the cache's I/O
+/// - The loader tells it the order of the epoch's shards (`read_ahead`); the cache's I/O
 ///   threads read the next ones while the current one is trained on.
 /// Opening reads every file's header and checks that all hold `T` with the same row shape.
 template <class T>
@@ -120,7 +120,7 @@ class ShardedArrays {
   /// Row `index`, a view into its shard; throws `UsageError` when out of range, and what the
   /// reader throws (an `InputError` naming the file) when its shard cannot be read.
   [[nodiscard]] ArrayRow<T> get(std::size_t index) const {
-    detail::check_index(index, size(), "ShardedArrays");
+    stoke::check_index(index, size(), "ShardedArrays");
     const auto [k, row] = locate(index);
     const std::shared_ptr<const ArrayShard> shard = shared_->cache->acquire(k);
     return {shard->template values<T>(row), shard};
@@ -172,7 +172,7 @@ class ShardedArrays {
 
   /// The order the next epoch visits the shards in (the loader calls it): the cache reads the
   /// next ones ahead.
-  void prefetch_shards(std::span<const std::size_t> shards) const {
+  void read_ahead(std::span<const std::size_t> shards) const {
     shared_->cache->plan(std::vector<std::size_t>(shards.begin(), shards.end()));
   }
 

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// Concatenation: `ComposedDataset` / `stoke::compose(a, b, ...)` over datasets of different
-/// types, and `ConcatDataset` / `stoke::concat(parts)` over many datasets of one type.
+/// types, and `ConcatDataset` / `stoke::concat(components)` over many datasets of one type.
 
 #include <algorithm>
 #include <array>
@@ -20,20 +20,20 @@
 namespace stoke {
 namespace detail {
 
-/// The part holding `index`, given `offsets` (`offsets[k]` is the first index of part `k`,
-/// the last entry the total size; requires `index < offsets.back()`): binary search, which
-/// skips empty parts.
-[[nodiscard]] inline std::size_t find_part(std::span<const std::size_t> offsets,
-                                           std::size_t index) noexcept {
+/// The component holding `index`, given `offsets` (`offsets[k]` is the first index of component
+/// `k`, the last entry the total size; requires `index < offsets.back()`): binary search, which
+/// skips empty components.
+[[nodiscard]] inline std::size_t find_component(std::span<const std::size_t> offsets,
+                                                std::size_t index) noexcept {
   const auto ends = offsets.subspan(1);
   return static_cast<std::size_t>(std::upper_bound(ends.begin(), ends.end(), index) - ends.begin());
 }
 
 }  // namespace detail
 
-/// The samples of each part in turn: indices `[0, first.size())` read the first part, the
-/// next ones the second part, and so on. Every part has the same item type; `get` returns their
-/// common reference (a reference when every part returns one, else a value).
+/// The samples of each component in turn: indices `[0, first.size())` read the first component, the
+/// next ones the second component, and so on. Every component has the same item type; `get` returns
+/// their common reference (a reference when every component returns one, else a value).
 template <Dataset First, Dataset... Rest>
   requires(std::same_as<dataset_item_t<First>, dataset_item_t<Rest>> && ...) && requires {
     typename std::common_reference_t<detail::get_result_t<First>, detail::get_result_t<Rest>...>;
@@ -46,13 +46,13 @@ class ComposedDataset {
 
   /// The concatenation of `first, rest...`.
   explicit ComposedDataset(First first, Rest... rest)
-      : parts_(std::move(first), std::move(rest)...) {
+      : components_(std::move(first), std::move(rest)...) {
     std::apply(
-        [this](const auto&... part) {
+        [this](const auto&... component) {
           std::size_t k = 0;
-          ((offsets_[k + 1] = offsets_[k] + part.size(), ++k), ...);
+          ((offsets_[k + 1] = offsets_[k] + component.size(), ++k), ...);
         },
-        parts_);
+        components_);
   }
 
   /// Total number of samples.
@@ -60,53 +60,57 @@ class ComposedDataset {
 
   /// Sample `index` of the concatenation; throws `UsageError` when `index >= size()`.
   [[nodiscard]] reference get(std::size_t index) const {
-    detail::check_index(index, size(), "ComposedDataset");
-    static constexpr std::array<Getter, kParts> getters =
-        make_getters(std::make_index_sequence<kParts>{});
-    const std::size_t part = detail::find_part(offsets_, index);
-    return getters[part](*this, index - offsets_[part]);
+    stoke::check_index(index, size(), "ComposedDataset");
+    static constexpr std::array<Getter, kComponents> getters =
+        make_getters(std::make_index_sequence<kComponents>{});
+    const std::size_t component = detail::find_component(offsets_, index);
+    return getters[component](*this, index - offsets_[component]);
   }
 
-  /// The parts.
-  [[nodiscard]] const std::tuple<First, Rest...>& parts() const noexcept { return parts_; }
+  /// The components.
+  [[nodiscard]] const std::tuple<First, Rest...>& components() const noexcept {
+    return components_;
+  }
 
  private:
-  static constexpr std::size_t kParts = 1 + sizeof...(Rest);
+  static constexpr std::size_t kComponents = 1 + sizeof...(Rest);
   using Getter = reference (*)(const ComposedDataset&, std::size_t);
 
   template <std::size_t K>
   static reference get_from(const ComposedDataset& self, std::size_t index) {
-    return std::get<K>(self.parts_).get(index);
+    return std::get<K>(self.components_).get(index);
   }
 
   template <std::size_t... K>
-  static constexpr std::array<Getter, kParts> make_getters(std::index_sequence<K...>) {
+  static constexpr std::array<Getter, kComponents> make_getters(std::index_sequence<K...>) {
     return {&get_from<K>...};
   }
 
-  std::tuple<First, Rest...> parts_;
-  std::array<std::size_t, kParts + 1> offsets_{};
+  std::tuple<First, Rest...> components_;
+  std::array<std::size_t, kComponents + 1> offsets_{};
 };
 
-/// The concatenation of `parts...` (copies), as a `ComposedDataset`.
-template <class... Parts>
-  requires(sizeof...(Parts) > 0)
-[[nodiscard]] auto compose(Parts&&... parts) {
-  return ComposedDataset<std::remove_cvref_t<Parts>...>(std::forward<Parts>(parts)...);
+/// The concatenation of `components...` (copies), as a `ComposedDataset`.
+template <class... Components>
+  requires(sizeof...(Components) > 0)
+[[nodiscard]] auto compose(Components&&... components) {
+  return ComposedDataset<std::remove_cvref_t<Components>...>(
+      std::forward<Components>(components)...);
 }
 
 /// The concatenation of any number of datasets of one type `S`, chosen at run time (for
-/// example one per file). The parts are shared by every copy.
+/// example one per file). The components are shared by every copy.
 template <Dataset S>
 class ConcatDataset {
  public:
-  /// The concatenation of `parts`, in order.
-  explicit ConcatDataset(std::vector<S> parts) {
+  /// The concatenation of `components`, in order.
+  explicit ConcatDataset(std::vector<S> components) {
     auto state = std::make_shared<State>();
-    state->offsets.reserve(parts.size() + 1);
+    state->offsets.reserve(components.size() + 1);
     state->offsets.push_back(0);
-    for (const S& part : parts) state->offsets.push_back(state->offsets.back() + part.size());
-    state->parts = std::move(parts);
+    for (const S& component : components)
+      state->offsets.push_back(state->offsets.back() + component.size());
+    state->components = std::move(components);
     state_ = std::move(state);
   }
 
@@ -115,26 +119,26 @@ class ConcatDataset {
 
   /// Sample `index` of the concatenation; throws `UsageError` when `index >= size()`.
   [[nodiscard]] detail::get_result_t<S> get(std::size_t index) const {
-    detail::check_index(index, size(), "ConcatDataset");
-    const std::size_t part = detail::find_part(state_->offsets, index);
-    return state_->parts[part].get(index - state_->offsets[part]);
+    stoke::check_index(index, size(), "ConcatDataset");
+    const std::size_t component = detail::find_component(state_->offsets, index);
+    return state_->components[component].get(index - state_->offsets[component]);
   }
 
-  /// The parts.
-  [[nodiscard]] const std::vector<S>& parts() const noexcept { return state_->parts; }
+  /// The components.
+  [[nodiscard]] const std::vector<S>& components() const noexcept { return state_->components; }
 
  private:
   struct State {
-    std::vector<S> parts;
+    std::vector<S> components;
     std::vector<std::size_t> offsets;
   };
   std::shared_ptr<const State> state_;
 };
 
-/// The concatenation of `parts`, as a `ConcatDataset`.
+/// The concatenation of `components`, as a `ConcatDataset`.
 template <Dataset S>
-[[nodiscard]] ConcatDataset<S> concat(std::vector<S> parts) {
-  return ConcatDataset<S>(std::move(parts));
+[[nodiscard]] ConcatDataset<S> concat(std::vector<S> components) {
+  return ConcatDataset<S>(std::move(components));
 }
 
 }  // namespace stoke

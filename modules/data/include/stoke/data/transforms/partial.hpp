@@ -43,7 +43,7 @@ class PartialDataset {
 
   /// The inner dataset's index for `index`; throws `UsageError` when out of range.
   [[nodiscard]] std::size_t inner_index(std::size_t index) const {
-    detail::check_index(index, size_, "PartialDataset");
+    stoke::check_index(index, size_, "PartialDataset");
     return begin_ + index;
   }
 

@@ -87,7 +87,7 @@ class SampledDataset {
   /// The inner dataset's index drawn for sample `index`; throws `UsageError` when
   /// `index >= size()`.
   [[nodiscard]] std::size_t inner_index(std::size_t index) const {
-    detail::check_index(index, count_, "SampledDataset");
+    stoke::check_index(index, count_, "SampledDataset");
     if (replacement_ == Replacement::with) {
       SampleRng rng(seed_, 0, index);
       return static_cast<std::size_t>(detail::uniform_below(rng, inner_size_));

@@ -33,7 +33,7 @@ class ShuffledDataset {
   /// The inner dataset's index at position `index` of the permutation; throws
   /// `UsageError` when `index >= size()`.
   [[nodiscard]] std::size_t inner_index(std::size_t index) const {
-    detail::check_index(index, order_.size(), "ShuffledDataset");
+    stoke::check_index(index, order_.size(), "ShuffledDataset");
     return order_(index);
   }
 

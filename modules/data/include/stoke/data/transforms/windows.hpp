@@ -11,8 +11,8 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/data/check_index.hpp>
 #include <stoke/data/dataset.hpp>
-#include <stoke/data/detail/dataset_view.hpp>
 #include <stoke/data/sharded_order.hpp>
 #include <stoke/data/transforms/pipe.hpp>
 
@@ -46,7 +46,7 @@ class WindowsDataset {
   /// (`inner.rows(first, count)`, as `ShardedArrays` does), else a vector of copies of the
   /// samples; throws `UsageError` when `index >= size()`.
   [[nodiscard]] auto get(std::size_t index) const {
-    detail::check_index(index, count_, "WindowsDataset");
+    stoke::check_index(index, count_, "WindowsDataset");
     if constexpr (requires { inner_.rows(index, window_); }) {
       return inner_.rows(index * stride_, window_);
     } else {
@@ -56,7 +56,7 @@ class WindowsDataset {
 
   /// Copies of the samples of window `index`, one item each.
   [[nodiscard]] std::vector<dataset_item_t<S>> samples(std::size_t index) const {
-    detail::check_index(index, count_, "WindowsDataset");
+    stoke::check_index(index, count_, "WindowsDataset");
     std::vector<dataset_item_t<S>> window;
     window.reserve(window_);
     const std::size_t first = index * stride_;
@@ -82,10 +82,10 @@ class WindowsDataset {
 
   /// Passes the order of the next epoch's shards on to the inner dataset, which reads them
   /// ahead (the shards of the windows are those of the inner dataset).
-  void prefetch_shards(std::span<const std::size_t> shards) const
-    requires PrefetchingShardedDataset<S>
+  void read_ahead(std::span<const std::size_t> shards) const
+    requires ReadAheadShardedDataset<S>
   {
-    inner_.prefetch_shards(shards);
+    inner_.read_ahead(shards);
   }
 
   /// Samples per window.

@@ -7,7 +7,7 @@
 #include <array>
 #include <cstddef>
 
-namespace stoke::detail {
+namespace stoke {
 
 /// `table[b] = (b / 255 - mean) / std` in float32, for every byte value `b`.
 [[nodiscard]] inline std::array<float, 256> normalization_table(float mean, float std) noexcept {
@@ -18,4 +18,4 @@ namespace stoke::detail {
   return table;
 }
 
-}  // namespace stoke::detail
+}  // namespace stoke

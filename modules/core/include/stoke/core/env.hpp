@@ -12,7 +12,7 @@
 
 #include <stoke/core/error.hpp>
 
-namespace stoke::detail {
+namespace stoke {
 
 /// The count in the environment variable `name`, or `std::nullopt` when it is not set.
 /// Throws `InputError` naming the variable and its value when that is not a decimal count.
@@ -29,4 +29,4 @@ inline std::optional<std::size_t> env_count(const char* name) {
   return count;
 }
 
-}  // namespace stoke::detail
+}  // namespace stoke

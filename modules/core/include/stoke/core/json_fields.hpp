@@ -16,7 +16,7 @@
 
 #include <stoke/core/error.hpp>
 
-namespace stoke::detail {
+namespace stoke {
 
 /// The most characters of a string or number that `json_excerpt` quotes.
 inline constexpr std::size_t json_excerpt_chars = 40;
@@ -88,4 +88,4 @@ class JsonFields {
   std::string where_;
 };
 
-}  // namespace stoke::detail
+}  // namespace stoke

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
-/// The steps of an augmentation pipeline and their builders: one geometric step that gives
-/// the output size (`random_resized_crop`, `center_crop`, `resize`), then optionally
+/// The operations of an augmentation pipeline and their builders: one geometric operation that
+/// gives the output size (`random_resized_crop`, `center_crop`, `resize`), then optionally
 /// `horizontal_flip` and `color_jitter`. Compose them with `|` (see `Augmentation`).
 
 #include <array>
@@ -47,36 +47,36 @@ struct ColorJitter {
 
 namespace detail {
 
-/// Throws `UsageError` naming the value unless `step` is valid.
-inline void check_step(const RandomResizedCrop& step) {
-  check_output_size("random_resized_crop", step.height, step.width);
-  check_crop_scale("random_resized_crop", step.scale);
-  check_crop_ratio("random_resized_crop", step.ratio);
+/// Throws `UsageError` naming the value unless `op` is valid.
+inline void check_op(const RandomResizedCrop& op) {
+  check_output_size("random_resized_crop", op.height, op.width);
+  check_crop_scale("random_resized_crop", op.scale);
+  check_crop_ratio("random_resized_crop", op.ratio);
 }
-/// Throws `UsageError` naming the value unless `step` is valid.
-inline void check_step(const CenterCrop& step) {
-  check_output_size("center_crop", step.height, step.width);
+/// Throws `UsageError` naming the value unless `op` is valid.
+inline void check_op(const CenterCrop& op) {
+  check_output_size("center_crop", op.height, op.width);
 }
-/// Throws `UsageError` naming the value unless `step` is valid.
-inline void check_step(const Resize& step) {
-  check_output_size("resize", step.height, step.width);
+/// Throws `UsageError` naming the value unless `op` is valid.
+inline void check_op(const Resize& op) {
+  check_output_size("resize", op.height, op.width);
 }
-/// Throws `UsageError` naming the value unless `step` is valid.
-inline void check_step(const HorizontalFlip& step) {
-  check_probability("horizontal_flip", step.probability);
+/// Throws `UsageError` naming the value unless `op` is valid.
+inline void check_op(const HorizontalFlip& op) {
+  check_probability("horizontal_flip", op.probability);
 }
-/// Throws `UsageError` naming the value unless `step` is valid.
-inline void check_step(const ColorJitter& step) {
-  check_jitter("color_jitter", "brightness", step.brightness);
-  check_jitter("color_jitter", "contrast", step.contrast);
-  check_jitter("color_jitter", "saturation", step.saturation);
+/// Throws `UsageError` naming the value unless `op` is valid.
+inline void check_op(const ColorJitter& op) {
+  check_jitter("color_jitter", "brightness", op.brightness);
+  check_jitter("color_jitter", "contrast", op.contrast);
+  check_jitter("color_jitter", "saturation", op.saturation);
 }
 
-/// `step`, checked.
-template <class Step>
-[[nodiscard]] Step checked(Step step) {
-  check_step(step);
-  return step;
+/// `op`, checked.
+template <class Op>
+[[nodiscard]] Op checked(Op op) {
+  check_op(op);
+  return op;
 }
 
 }  // namespace detail

@@ -17,7 +17,7 @@
 #include <stoke/core/error.hpp>
 #include <stoke/data/labeled_image.hpp>
 
-namespace stoke::detail {
+namespace stoke {
 
 /// Throws `InputError`, naming `batcher`, unless `mean` and `std` are finite and `std` is not
 /// zero.
@@ -105,4 +105,4 @@ auto upload_image_rows(Stager& stager, std::span<const LabeledImage> items, cons
   });
 }
 
-}  // namespace stoke::detail
+}  // namespace stoke

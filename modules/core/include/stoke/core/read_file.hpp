@@ -17,7 +17,7 @@
 
 #include <stoke/core/error.hpp>
 
-namespace stoke::detail {
+namespace stoke {
 
 /// The whole file at `path` as bytes of type `Byte` (`std::byte` or `std::uint8_t`). Throws
 /// `InputError` saying "cannot read <kind> file '<path>' at offset N: <reason>" when it
@@ -58,4 +58,4 @@ std::vector<Byte> read_whole_file(const std::filesystem::path& path, std::string
   return bytes;
 }
 
-}  // namespace stoke::detail
+}  // namespace stoke

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `detail::StagingSlots`: the bounded, recycled pool of staging memory behind every device
+/// `stoke::StagingSlots`: the bounded, recycled pool of staging memory behind every device
 /// backend's stager. A slot is handed out again only once the fence of the last copy that
 /// read or wrote its memory has signalled.
 
@@ -16,7 +16,7 @@
 #include <stoke/core/error.hpp>
 #include <stoke/core/staging.hpp>
 
-namespace stoke::detail {
+namespace stoke {
 
 /// How a pool of staging slots makes and measures its memory (pinned host memory for CUDA,
 /// a host-visible buffer for Vulkan).
@@ -212,4 +212,4 @@ class StagingSlots {
   std::size_t uses_ = 0;  ///< slots handed back with a new fence so far
 };
 
-}  // namespace stoke::detail
+}  // namespace stoke
