@@ -274,8 +274,8 @@ double step_with_prefetch(const Options& options, const ImageDataset& data,
 }
 
 /// Seconds to upload every batch of `host` through a stager of `depth` staging buffers, with
-/// at most `depth` in flight, until every fence has signalled. With `road`, the batches are first written
-/// into buffers of the stager's lent memory (as a prefetched loader's batcher writes them),
+/// at most `depth` in flight, until every fence has signalled. With `road`, the batches are first
+/// written into buffers of the stager's lent memory (as a prefetched loader's batcher writes them),
 /// so every upload is the device copy alone; without, they come from ordinary host memory.
 template <class B>
 double stager_seconds(const stoke::device_t<B>& device,
@@ -384,9 +384,15 @@ class VulkanStagingDma {
       const VkBufferCopy region{0, 0, sizes_[k]};
       vkCmdCopyBuffer(commands_[k], staging_[k].buffer, targets_[slot].buffer, 1, &region);
       STOKE_VK_CHECK(vkEndCommandBuffer(commands_[k]));
-      const VkSubmitInfo submit{
-          VK_STRUCTURE_TYPE_SUBMIT_INFO, nullptr, 0, nullptr, nullptr, 1, &commands_[k], 0,
-          nullptr};
+      const VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                                nullptr,
+                                0,
+                                nullptr,
+                                nullptr,
+                                1,
+                                &commands_[k],
+                                0,
+                                nullptr};
       STOKE_VK_CHECK(vkQueueSubmit(logical_.queue(), 1, &submit, fences_[slot]));
     }
     STOKE_VK_CHECK(vkWaitForFences(device_, static_cast<std::uint32_t>(fences_.size()),
@@ -481,7 +487,7 @@ class CudaStagingDma {
   /// Copies of `host` in pinned memory, and `depth` device buffers to copy them into in turn
   /// (all allocated and filled here, before any timing).
   CudaStagingDma(const stoke::cuda::Device& device,
-                const std::vector<std::vector<std::uint8_t>>& host, std::size_t depth)
+                 const std::vector<std::vector<std::uint8_t>>& host, std::size_t depth)
       : device_(device) {
     const stoke::cuda::DeviceGuard guard(device_);
     STOKE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));

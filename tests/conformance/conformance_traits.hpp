@@ -113,8 +113,8 @@ struct PooledRowsBatcher {
 
   template <class Device>
   PooledRows<Device> batch(std::vector<std::size_t> items, const Device& device) const {
-    PooledRows<Device> out{pool.acquire(items.size() * width * sizeof(float)),
-                           items.size() * width, device, nullptr};
+    PooledRows<Device> out{pool.acquire(items.size() * width * sizeof(float)), items.size() * width,
+                           device, nullptr};
     auto* rows = reinterpret_cast<float*>(out.storage.data());
     for (std::size_t i = 0; i < items.size(); ++i) {
       for (std::size_t k = 0; k < width; ++k) {
@@ -134,8 +134,8 @@ struct LabeledRowsBatcher {
 
   template <class Device>
   cpu::ClassificationBatch batch(std::vector<std::size_t> items, const Device&) const {
-    cpu::ClassificationBatch out{
-        cpu::Tensor<float>::uninitialized({items.size(), width}, {}, pool), {}};
+    cpu::ClassificationBatch out{cpu::Tensor<float>::uninitialized({items.size(), width}, {}, pool),
+                                 {}};
     for (std::size_t i = 0; i < items.size(); ++i) {
       for (std::size_t k = 0; k < width; ++k) {
         out.inputs.row(i)[k] = static_cast<float>(10 * items[i] + k);

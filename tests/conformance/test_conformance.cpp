@@ -361,19 +361,18 @@ TYPED_TEST(Conformance, LabelledBatchesReachTheDeviceInputsAndLabels) {
   } else {
     const stoke::testing::LabeledRowsBatcher batcher;
     const auto device = TestFixture::Traits::devices(2).back();
-    auto loader =
-        stoke::DataLoaderBuilder<TypeParam, stoke::testing::LabeledRowsBatcher>(batcher)
-            .batch_size(4)
-            .num_workers(2)
-            .shuffle(9)
-            .pad()
-            .device(device)
-            .build(IotaDataset{18});
+    auto loader = stoke::DataLoaderBuilder<TypeParam, stoke::testing::LabeledRowsBatcher>(batcher)
+                      .batch_size(4)
+                      .num_workers(2)
+                      .shuffle(9)
+                      .pad()
+                      .device(device)
+                      .build(IotaDataset{18});
     auto prefetched = stoke::prefetch_to_device<TypeParam>(loader, 2);
     using Data = std::remove_cvref_t<decltype(prefetched.iter().begin()->data)>;
     static_assert(
-        std::is_same_v<Data, stoke::DeviceImageBatch<typename TypeParam::Buffer,
-                                                     typename TypeParam::Fence>>);
+        std::is_same_v<
+            Data, stoke::DeviceImageBatch<typename TypeParam::Buffer, typename TypeParam::Fence>>);
     std::size_t batches = 0;
     for (auto& batch : prefetched.iter()) {
       const Data& data = batch.data;

@@ -13,9 +13,9 @@
 
 #include <stoke/images/encode.hpp>
 #include <stoke/images/image_batcher.hpp>
-#include <stoke/vulkan/augmenting_image_batcher.hpp>
 #include <stoke/stoke.hpp>
 #include <stoke/vulkan.hpp>
+#include <stoke/vulkan/augmenting_image_batcher.hpp>
 
 #include "device_batcher_checks.hpp"
 #include "test_jpegs.hpp"
@@ -69,7 +69,8 @@ TEST_F(VulkanAugmentingImageBatcher, EqualsTheCpuBatchBitForBitInGrey) {
   }
 }
 
-TEST_F(VulkanAugmentingImageBatcher, ImagesOfTheOutputShapeDecodeStraightIntoStagingAndEqualTheCpu) {
+TEST_F(VulkanAugmentingImageBatcher,
+       ImagesOfTheOutputShapeDecodeStraightIntoStagingAndEqualTheCpu) {
   std::vector<images::EncodedImage> items;
   for (std::uint32_t i = 0; i < 9; ++i) {
     items.push_back(

@@ -54,8 +54,8 @@ concept PendingBatch = std::move_constructible<P> && requires(P& pending, std::s
 };
 
 /// A chunked batcher: a batcher that can also make one batch in chunks (row ranges), on
-/// several threads at once. A multithread loader uses it for the batch its consumer waits for with nothing buffered (the
-/// first of an epoch): the idle workers and the consumer fill it together.
+/// several threads at once. A multithread loader uses it for the batch its consumer waits for with
+/// nothing buffered (the first of an epoch): the idle workers and the consumer fill it together.
 ///
 /// Requirements, beyond `Batcher`:
 /// 1. `t.begin_batch(items, device)` checks the items and allocates the batch; it returns a

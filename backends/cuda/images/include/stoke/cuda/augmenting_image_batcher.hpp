@@ -38,7 +38,8 @@ struct CudaRows {
   /// `device` and queues the kernel after both copies on the device's copy stream, the
   /// normalisation's tables passed by value; the batch without its host labels.
   template <class Fill>
-  static Batch run(Resources& stagers, const Device& device, const images::detail::StagedRows& layout,
+  static Batch run(Resources& stagers, const Device& device,
+                   const images::detail::StagedRows& layout,
                    const images::Normalization& normalization, Fill&& fill,
                    std::span<const std::int32_t> labels) {
     cuda::Stager& stager = stagers.of(device);
@@ -66,8 +67,9 @@ struct CudaRows {
     cuda::Fence ready(device, stream);
     inputs.mark_written(ready);
     staged.value.mark_written(ready);
-    return Batch{std::move(inputs), {},      layout.rows, layout.row_size(), std::move(ready),
-                 std::move(device_labels.value)};
+    return Batch{std::move(inputs), {},
+                 layout.rows,       layout.row_size(),
+                 std::move(ready),  std::move(device_labels.value)};
   }
 };
 

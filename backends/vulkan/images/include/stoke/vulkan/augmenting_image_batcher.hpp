@@ -39,7 +39,8 @@ class VulkanNormalizeFlip {
   /// says) into `values` with the tables of `normalization` (uploaded through `stager` the
   /// first time), after `after`; returns its fence.
   vulkan::Fence run(vulkan::Stager& stager, const images::Normalization& normalization,
-                    const vulkan::Buffer& staged, vulkan::Buffer& values, const images::detail::StagedRows& layout,
+                    const vulkan::Buffer& staged, vulkan::Buffer& values,
+                    const images::detail::StagedRows& layout,
                     std::span<const vulkan::Fence> after) {
     const vulkan::NormalizeFlipPipeline::Shape shape{
         static_cast<std::uint32_t>(layout.rows), layout.shape.height, layout.shape.width,
@@ -51,7 +52,8 @@ class VulkanNormalizeFlip {
 
  private:
   /// The tables of `normalization` on the device (the caller holds `mutex_`).
-  const vulkan::Buffer& tables_of(const images::Normalization& normalization, vulkan::Stager& stager) {
+  const vulkan::Buffer& tables_of(const images::Normalization& normalization,
+                                  vulkan::Stager& stager) {
     std::vector<float> values;
     values.reserve(std::size_t{normalization.channels()} * 256);
     for (std::uint32_t c = 0; c < normalization.channels(); ++c) {
@@ -99,8 +101,9 @@ struct VulkanRows {
     const vulkan::Fence uploads[] = {staged.fence, device_labels.fence};
     vulkan::Fence ready =
         on.pipeline->run(*on.stager, normalization, staged.value, inputs, layout, uploads);
-    return Batch{std::move(inputs), {},      layout.rows, layout.row_size(), std::move(ready),
-                 std::move(device_labels.value)};
+    return Batch{std::move(inputs), {},
+                 layout.rows,       layout.row_size(),
+                 std::move(ready),  std::move(device_labels.value)};
   }
 };
 
@@ -108,8 +111,8 @@ struct VulkanRows {
 
 /// Batches `EncodedImage`s into a `vulkan::ImageBatch` (`rows x row_size` CHW floats,
 /// `row_size = channels * height * width`) on the requested Vulkan device, equal bit for bit
-/// to `images::ImageBatcher`'s batch: the rows are rendered to bytes on the loader's worker, straight
-/// into the staging memory of the upload, and flipped and normalised by the
+/// to `images::ImageBatcher`'s batch: the rows are rendered to bytes on the loader's worker,
+/// straight into the staging memory of the upload, and flipped and normalised by the
 /// `normalize_flip_chw` shader with the host's tables (see `images::DeviceImageBatcher`).
 ///
 ///     vulkan::AugmentingImageBatcher batcher{.augmentation = ..., .normalization = ...};
