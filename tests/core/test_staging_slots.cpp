@@ -23,8 +23,11 @@
 #include <stoke/core/staging_slots.hpp>
 
 #include "manual_fence.hpp"
+#include "test_sync.hpp"
 
 namespace {
+
+using stoke::testing::Flag;
 
 using namespace std::chrono_literals;
 
@@ -76,32 +79,6 @@ class TestFence {
   std::shared_ptr<Waits> waits_;
 };
 static_assert(stoke::Fence<TestFence>);
-
-/// A flag a thread sets and the test waits on.
-class Flag {
- public:
-  void set() {
-    {
-      const std::lock_guard lock(mutex_);
-      set_ = true;
-    }
-    changed_.notify_all();
-  }
-  /// Whether it is set within `time`.
-  [[nodiscard]] bool set_within(std::chrono::milliseconds time) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, time, [&] { return set_; });
-  }
-  [[nodiscard]] bool is_set() {
-    const std::lock_guard lock(mutex_);
-    return set_;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool set_ = false;
-};
 
 /// What one allocation made: its number and, for the stress test, who uses it.
 struct Cell {

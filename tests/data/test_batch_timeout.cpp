@@ -18,8 +18,11 @@
 #include <stoke/stoke.hpp>
 
 #include "stoke_test_support.hpp"
+#include "test_sync.hpp"
 
 namespace {
+
+using stoke::testing::Gate;
 
 using namespace std::chrono_literals;
 using stoke::cpu::Backend;
@@ -28,27 +31,6 @@ using stoke::testing::ItemsBatch;
 using stoke::testing::ItemsBatcher;
 using ::testing::HasSubstr;
 using Clock = std::chrono::steady_clock;
-
-/// Closed until `open()`: a read that waits on it hangs until then.
-class Gate {
- public:
-  void wait() {
-    std::unique_lock lock(mutex_);
-    opened_.wait(lock, [&] { return open_; });
-  }
-  void open() {
-    {
-      std::lock_guard lock(mutex_);
-      open_ = true;
-    }
-    opened_.notify_all();
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable opened_;
-  bool open_ = false;
-};
 
 /// Set once the last owner of a gate let go of it: a test waits on it.
 class Released {

@@ -18,8 +18,11 @@
 #include <stoke/stoke.hpp>
 
 #include "stoke_test_support.hpp"
+#include "test_sync.hpp"
 
 namespace {
+
+using stoke::testing::Gate;
 
 using stoke::cpu::Backend;
 using stoke::testing::baseline_thread_count;
@@ -35,31 +38,6 @@ auto builder() {
 
 /// How long a test double waits for another thread before it gives up (the test then fails).
 constexpr auto patience = std::chrono::seconds(10);
-
-/// Closed until `open()` (again after `close()`): a read that waits on it waits until then.
-class Gate {
- public:
-  void wait() {
-    std::unique_lock lock(mutex_);
-    opened_.wait(lock, [&] { return open_; });
-  }
-  void open() {
-    {
-      const std::lock_guard lock(mutex_);
-      open_ = true;
-    }
-    opened_.notify_all();
-  }
-  void close() {
-    const std::lock_guard lock(mutex_);
-    open_ = false;
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable opened_;
-  bool open_ = false;
-};
 
 /// Sample `i` is `i`; reading an index from `gated_from` on waits for the gate.
 struct GatedDataset {

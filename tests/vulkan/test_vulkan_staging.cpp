@@ -18,9 +18,12 @@
 
 #include <stoke/vulkan.hpp>
 
+#include "test_sync.hpp"
 #include "vulkan_validation.hpp"
 
 namespace {
+
+using stoke::testing::Flag;
 
 using namespace std::chrono_literals;
 namespace vk = stoke::vulkan;
@@ -54,28 +57,6 @@ bool signals_within(const vk::Fence& fence, std::chrono::nanoseconds time) {
   }
   return result == VK_SUCCESS;
 }
-
-/// A flag a thread sets and the test waits on.
-class Flag {
- public:
-  void set() {
-    {
-      const std::lock_guard lock(mutex_);
-      set_ = true;
-    }
-    changed_.notify_all();
-  }
-  /// Whether it is set within `time`.
-  [[nodiscard]] bool set_within(std::chrono::milliseconds time) {
-    std::unique_lock lock(mutex_);
-    return changed_.wait_for(lock, time, [&] { return set_; });
-  }
-
- private:
-  std::mutex mutex_;
-  std::condition_variable changed_;
-  bool set_ = false;
-};
 
 TEST_F(VulkanStager, UploadsBytesAndDownloadsThemBack) {
   const auto stager = vk::Backend::make_stager(vk::Device{0}, 2);

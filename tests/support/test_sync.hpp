@@ -1,0 +1,67 @@
+#pragma once
+/// @file
+/// What tests wait on instead of sleeping: a `Flag` a thread sets, a `Gate` the test opens.
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+namespace stoke::testing {
+
+/// A flag a thread sets and the test waits on.
+class Flag {
+ public:
+  /// Sets the flag and wakes every waiter.
+  void set() {
+    {
+      const std::lock_guard lock(mutex_);
+      set_ = true;
+    }
+    changed_.notify_all();
+  }
+  /// Whether it is set within `time`.
+  [[nodiscard]] bool set_within(std::chrono::milliseconds time) {
+    std::unique_lock lock(mutex_);
+    return changed_.wait_for(lock, time, [&] { return set_; });
+  }
+  /// Whether it is set now.
+  [[nodiscard]] bool is_set() {
+    const std::lock_guard lock(mutex_);
+    return set_;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool set_ = false;
+};
+
+/// Closed until `open()` (again after `close()`): a thread that waits on it waits until then.
+class Gate {
+ public:
+  /// Waits until the gate is open.
+  void wait() {
+    std::unique_lock lock(mutex_);
+    opened_.wait(lock, [&] { return open_; });
+  }
+  /// Opens the gate and wakes every waiter.
+  void open() {
+    {
+      const std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+  /// Closes the gate for later waiters.
+  void close() {
+    const std::lock_guard lock(mutex_);
+    open_ = false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
+
+}  // namespace stoke::testing
