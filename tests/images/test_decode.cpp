@@ -452,6 +452,7 @@ struct JpegRecipe {
   bool grey = false;         ///< one component
   bool progressive = false;  ///< libjpeg's simple progression
   int restart_rows = 0;      ///< a restart marker every this many MCU rows (0: none)
+  bool optimize = false;     ///< Huffman tables made for the image, not the standard ones
 };
 
 /// The recipes: 4:4:4, 4:2:2, 4:2:0, 4:4:0, grey, progressive 4:2:0, 4:2:0 with restart markers.
@@ -507,6 +508,7 @@ Bytes encode_with_libjpeg(const img::Image& image, const JpegRecipe& recipe) {
   info.comp_info[0].v_samp_factor = recipe.v;
   if (recipe.progressive) jpeg_simple_progression(&info);
   info.restart_in_rows = recipe.restart_rows;
+  info.optimize_coding = recipe.optimize ? TRUE : FALSE;
   jpeg_start_compress(&info, TRUE);
   while (info.next_scanline < info.image_height) {
     auto* row = const_cast<JSAMPROW>(image.pixels.data() +
@@ -517,6 +519,22 @@ Bytes encode_with_libjpeg(const img::Image& image, const JpegRecipe& recipe) {
   Bytes out(buffer, buffer + size);
   jpeg_destroy_compress(&info);
   std::free(buffer);  // NOLINT(cppcoreguidelines-no-malloc): libjpeg's buffer
+  return out;
+}
+
+/// `jpeg` (as libjpeg writes it: one table a DHT segment) without the Huffman tables of
+/// index `index`, as a Motion-JPEG frame leaves out the standard tables: a decoder then takes
+/// the standard ones.
+Bytes without_huffman_tables(const Bytes& jpeg, int index) {
+  Bytes out(jpeg.begin(), jpeg.begin() + 2);  // start of image
+  std::size_t at = 2;
+  while (at + 4 <= jpeg.size() && jpeg[at] == 0xff && jpeg[at + 1] != 0xda) {
+    const std::size_t length = (std::size_t{jpeg[at + 2]} << 8) | jpeg[at + 3];
+    const bool dropped = jpeg[at + 1] == 0xc4 && (jpeg[at + 4] & 0x0f) == index;
+    if (!dropped) out.insert(out.end(), jpeg.begin() + at, jpeg.begin() + at + 2 + length);
+    at += 2 + length;
+  }
+  out.insert(out.end(), jpeg.begin() + at, jpeg.end());  // the scan and the end of image
   return out;
 }
 
@@ -640,6 +658,37 @@ TEST(JpegWindowDecode, EqualsTheFullDecodeButOnTheWindowsCutEdges) {
   }
   std::printf("window decode: largest difference on a window's cut edge %d, %zu bytes differ\n",
               largest_edge, edge_bytes);
+}
+
+// libjpeg keeps the tables of the last image in its decompressor: a frame that leaves out its
+// chroma Huffman tables must decode with the standard ones whatever the thread decoded before
+// (an image with tables of its own), both ways, or its pixels would depend on the epoch's order.
+TEST(JpegWindowDecode, PixelsDoNotDependOnTheImageTheThreadDecodedBefore) {
+  const ImageShape shape{48, 64, 3};
+  const Bytes with_tables = encode_with_libjpeg(photo_like(48, 64, 5), {"4:2:0", 2, 2});
+  const Bytes frame = without_huffman_tables(with_tables, 1);
+  ASSERT_LT(frame.size(), with_tables.size());
+  JpegRecipe optimized{"optimized 4:2:0", 2, 2};
+  optimized.optimize = true;
+  const Bytes before = encode_with_libjpeg(photo_like(48, 64, 9), optimized);
+  const img::PixelWindow wanted{16, 16, 16, 24};
+
+  Bytes expected(shape.bytes());
+  (void)img::decode_jpeg_into(with_tables, "with tables", {1, 1}, 3, expected);
+  Bytes expected_window;
+  (void)img::decode_jpeg_window(with_tables, "with tables", {1, 1}, 3, wanted, expected_window);
+  for (int round = 0; round < 2; ++round) {
+    Bytes scratch(shape.bytes());
+    (void)img::decode_jpeg_into(before, "optimized", {1, 1}, 3, scratch);
+    Bytes got(shape.bytes());
+    ASSERT_NO_THROW((void)img::decode_jpeg_into(frame, "frame", {1, 1}, 3, got));
+    EXPECT_EQ(got, expected) << "round " << round;
+
+    (void)img::decode_jpeg_window(before, "optimized", {1, 1}, 3, wanted, scratch);
+    Bytes window;
+    ASSERT_NO_THROW((void)img::decode_jpeg_window(frame, "frame", {1, 1}, 3, wanted, window));
+    EXPECT_EQ(window, expected_window) << "round " << round;
+  }
 }
 
 TEST(JpegWindowDecode, RendersExactlyWhatTheFullDecodeRenders) {

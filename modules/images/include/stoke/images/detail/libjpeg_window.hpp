@@ -70,7 +70,9 @@ inline void libjpeg_limit_scans(j_common_ptr info) {
   }
 }
 
-/// A libjpeg decompressor kept by one thread between images. Each step returns false when
+/// A libjpeg decompressor of one thread, made anew for every image (`start`): libjpeg keeps the
+/// tables of the last image, and a JPEG that uses a table it does not define would decode with
+/// them (see `TurboJpegDecompressor`). Each step returns false when
 /// libjpeg failed (then `message()` says why and `reset()` must be called before reuse).
 /// Steps: `start`, then `crop` (optional), `skip`, `read`, and `finish` to make it ready for
 /// the next image.
@@ -87,7 +89,8 @@ class LibjpegDecompressor {
   /// size is then `output_height()` x `output_width()`.
   [[nodiscard]] bool start(std::span<const std::uint8_t> bytes, std::uint32_t scale_num,
                            std::uint32_t scale_denom, std::uint32_t channels) noexcept {
-    if (!made_ && !make()) return false;
+    reset();  // no table of the image before (see `TurboJpegDecompressor`)
+    if (!make()) return false;
     error_.warning = false;
     error_.message[0] = '\0';
     if (setjmp(error_.jump) != 0) return false;
