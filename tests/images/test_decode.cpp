@@ -453,17 +453,22 @@ struct JpegRecipe {
   bool progressive = false;  ///< libjpeg's simple progression
   int restart_rows = 0;      ///< a restart marker every this many MCU rows (0: none)
   bool optimize = false;     ///< Huffman tables made for the image, not the standard ones
+  int scans = 0;             ///< progressive: only the first this many scans (0: all of them)
 };
 
-/// The recipes: 4:4:4, 4:2:2, 4:2:0, 4:4:0, grey, progressive 4:2:0, 4:2:0 with restart markers.
-const std::vector<JpegRecipe> kWindowRecipes = {{"4:4:4", 1, 1},
-                                                {"4:2:2", 2, 1},
-                                                {"4:2:0", 2, 2},
-                                                {"4:4:0", 1, 2},
-                                                {"grey", 1, 1, true},
-                                                {"progressive 4:2:0", 2, 2, false, true},
-                                                {"restart 4:2:0", 2, 2, false, false, 1},
-                                                {"progressive grey", 1, 1, true, true}};
+/// The recipes: 4:4:4, 4:2:2, 4:2:0, 4:4:0, grey, progressive 4:2:0, 4:2:0 with restart markers,
+/// progressive grey, and a progressive 4:2:0 of its first scan only (DC to one bit less than
+/// whole, no AC: libjpeg then smooths blocks with their neighbours).
+const std::vector<JpegRecipe> kWindowRecipes = {
+    {"4:4:4", 1, 1},
+    {"4:2:2", 2, 1},
+    {"4:2:0", 2, 2},
+    {"4:4:0", 1, 2},
+    {"grey", 1, 1, true},
+    {"progressive 4:2:0", 2, 2, false, true},
+    {"restart 4:2:0", 2, 2, false, false, 1},
+    {"progressive grey", 1, 1, true, true},
+    {"progressive 4:2:0, first scan", 2, 2, false, true, 0, false, 1}};
 
 /// A photograph-like RGB image: smooth shading, edges and fine texture, with chroma detail
 /// (so that chroma upsampling matters).
@@ -507,6 +512,7 @@ Bytes encode_with_libjpeg(const img::Image& image, const JpegRecipe& recipe) {
   info.comp_info[0].h_samp_factor = recipe.h;
   info.comp_info[0].v_samp_factor = recipe.v;
   if (recipe.progressive) jpeg_simple_progression(&info);
+  if (recipe.progressive && recipe.scans > 0) info.num_scans = recipe.scans;
   info.restart_in_rows = recipe.restart_rows;
   info.optimize_coding = recipe.optimize ? TRUE : FALSE;
   jpeg_start_compress(&info, TRUE);
@@ -548,10 +554,11 @@ struct WindowDifference {
   std::array<int, 4> sides{};
 };
 
-/// Decodes `wanted` of `bytes` at `scale` both ways and compares.
+/// Decodes `wanted` of `bytes` at `scale` both ways and compares. A progressive JPEG's window
+/// is the full rows that hold `wanted` (`whole_rows`); another's is cropped to whole iMCUs.
 WindowDifference window_against_full(const Bytes& bytes, const std::string& what,
                                      img::JpegScale scale, std::uint32_t channels,
-                                     img::PixelWindow wanted) {
+                                     img::PixelWindow wanted, bool whole_rows) {
   const img::JpegHeader header = img::read_jpeg_header(bytes, what);
   const ImageShape whole = img::jpeg_scaled_shape(header, scale, channels);
   Bytes full(whole.bytes());
@@ -562,7 +569,12 @@ WindowDifference window_against_full(const Bytes& bytes, const std::string& what
   EXPECT_EQ(view.whole, whole) << what;
   EXPECT_TRUE(view.window().contains(wanted)) << what;
   EXPECT_EQ(view.top, wanted.top) << what;
-  EXPECT_LE(wanted.left - view.left, 32U * scale.num / scale.denom + 1) << what;
+  if (whole_rows) {
+    EXPECT_EQ(view.left, 0U) << what;
+    EXPECT_EQ(view.pixels.shape.width, whole.width) << what;
+  } else {
+    EXPECT_LE(wanted.left - view.left, 32U * scale.num / scale.denom + 1) << what;
+  }
   WindowDifference difference;
   const ImageShape shape = view.pixels.shape;
   for (std::uint32_t y = 0; y < shape.height; ++y) {
@@ -636,7 +648,7 @@ TEST(JpegWindowDecode, EqualsTheFullDecodeButOnTheWindowsCutEdges) {
                                    std::to_string(scale.denom) + ", " + std::to_string(channels) +
                                    " channels, " + where;
           const WindowDifference difference =
-              window_against_full(bytes, what, scale, channels, wanted);
+              window_against_full(bytes, what, scale, channels, wanted, recipe.progressive);
           EXPECT_EQ(difference.interior, 0) << what;
           EXPECT_EQ(difference.sides[2], 0) << what << ": the top row";
           EXPECT_EQ(difference.sides[3], 0) << what << ": the bottom row";

@@ -184,6 +184,24 @@ inline void decompress_jpeg(std::span<const std::uint8_t> bytes, std::string_vie
                    (warning ? " (corrupt data: libjpeg-turbo's warning is refused)" : ""));
 }
 
+/// The window of a progressive JPEG: the whole image decoded into `out` (resized to
+/// `whole.bytes()`) and the view of the full rows that hold `wanted`. libjpeg decodes every scan
+/// of a progressive JPEG before its first row anyway, and where the scans leave coefficients
+/// unrefined it smooths each block with its neighbours, which a cropped window does not have:
+/// a window decode would differ from the full decode inside the window, not only on its edges.
+inline WindowView whole_rows_window(std::span<const std::uint8_t> bytes, std::string_view source,
+                                    const ImageShape& whole, const PixelWindow& wanted,
+                                    std::vector<std::uint8_t>& out) {
+  out.resize(whole.bytes());
+  decompress_jpeg(bytes, source, whole, out);
+  const std::size_t row_bytes = std::size_t{whole.width} * whole.channels;
+  const ImageShape shape{wanted.height, whole.width, whole.channels};
+  return {
+      ImageView{std::span<const std::uint8_t>(out.data() + wanted.top * row_bytes, shape.bytes()),
+                shape},
+      wanted.top, 0, whole};
+}
+
 /// Decodes rows `[wanted.top, wanted.top + wanted.height)` of the JPEG `bytes` reduced by
 /// `scale` to `channels` channels, only the columns of whole iMCUs that hold
 /// `[wanted.left, wanted.left + wanted.width)`, into `out` (resized to the decoded window);
@@ -198,7 +216,14 @@ inline WindowView decompress_jpeg_window(std::span<const std::uint8_t> bytes,
                                          const ImageShape& whole, const PixelWindow& wanted,
                                          std::vector<std::uint8_t>& out) {
   LibjpegDecompressor& decoder = thread_libjpeg_decompressor();
-  if (!decoder.start(bytes, scale.num, scale.denom, whole.channels)) fail_window(decoder, source);
+  if (!decoder.read_header(bytes, scale.num, scale.denom, whole.channels)) {
+    fail_window(decoder, source);
+  }
+  if (decoder.progressive()) {
+    decoder.finish();
+    return whole_rows_window(bytes, source, whole, wanted, out);
+  }
+  if (!decoder.start()) fail_window(decoder, source);
   if (decoder.output_height() != whole.height || decoder.output_width() != whole.width) {
     decoder.reset();
     throw InputError("stoke: " + jpeg_context(source) + ": libjpeg-turbo decodes it to " +
@@ -337,7 +362,9 @@ inline ImageShape decode_jpeg_into(std::span<const std::uint8_t> bytes, std::str
 /// scale: 8 times the horizontal sampling factor, times the scale), so the view's `left` may
 /// be less than `wanted.left`; the rows above are skipped (`jpeg_skip_scanlines`: entropy
 /// decoded, not transformed), the rows below not decoded (libjpeg reads one iMCU row past the
-/// window for the upsampler's context, no more).
+/// window for the upsampler's context, no more). A progressive JPEG is decoded whole (libjpeg
+/// reads all its scans first anyway, and smooths blocks across the window's edges where scans
+/// leave coefficients unrefined): the view is then the full rows that hold `wanted`.
 ///
 /// **Against `decode_jpeg_into`.** Every row of the view equals the full decode's at the same
 /// place, and every column but the outermost two: libjpeg's fancy upsampling of horizontally

@@ -70,12 +70,11 @@ inline void libjpeg_limit_scans(j_common_ptr info) {
   }
 }
 
-/// A libjpeg decompressor of one thread, made anew for every image (`start`): libjpeg keeps the
-/// tables of the last image, and a JPEG that uses a table it does not define would decode with
+/// A libjpeg decompressor of one thread, made anew for every image (`read_header`): libjpeg keeps
+/// the tables of the last image, and a JPEG that uses a table it does not define would decode with
 /// them (see `TurboJpegDecompressor`). Each step returns false when
 /// libjpeg failed (then `message()` says why and `reset()` must be called before reuse).
-/// Steps: `start`, then `crop` (optional), `skip`, `read`, and `finish` to make it ready for
-/// the next image.
+/// Steps: `read_header`, `start`, then `crop` (optional), `skip`, `read`, and `finish`.
 class LibjpegDecompressor {
  public:
   LibjpegDecompressor() = default;
@@ -83,12 +82,12 @@ class LibjpegDecompressor {
   LibjpegDecompressor& operator=(const LibjpegDecompressor&) = delete;
   ~LibjpegDecompressor() { reset(); }
 
-  /// Reads the header of the JPEG `bytes` and starts decompressing it reduced by `num / 8`
-  /// (`scale_num / scale_denom` as TurboJPEG sets them) to `channels` (1 grey, 3 RGB) with the
-  /// accurate integer inverse DCT and fancy upsampling, as `tjDecompress2` does. The output
-  /// size is then `output_height()` x `output_width()`.
-  [[nodiscard]] bool start(std::span<const std::uint8_t> bytes, std::uint32_t scale_num,
-                           std::uint32_t scale_denom, std::uint32_t channels) noexcept {
+  /// Reads the header of the JPEG `bytes` and sets it up to be decompressed reduced by
+  /// `scale_num / scale_denom` (as TurboJPEG sets them) to `channels` (1 grey, 3 RGB) with the
+  /// accurate integer inverse DCT and fancy upsampling, as `tjDecompress2` does.
+  /// `progressive()` then says whether it is progressive; `start` begins decompressing.
+  [[nodiscard]] bool read_header(std::span<const std::uint8_t> bytes, std::uint32_t scale_num,
+                                 std::uint32_t scale_denom, std::uint32_t channels) noexcept {
     reset();  // no table of the image before (see `TurboJpegDecompressor`)
     if (!make()) return false;
     error_.warning = false;
@@ -102,6 +101,16 @@ class LibjpegDecompressor {
     info_.do_fancy_upsampling = TRUE;
     info_.out_color_space = channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
     scan_offset_ = static_cast<std::size_t>(info_.src->next_input_byte - bytes.data());
+    return true;
+  }
+
+  /// Whether the JPEG whose header was read is progressive.
+  [[nodiscard]] bool progressive() const noexcept { return info_.progressive_mode != 0; }
+
+  /// Starts decompressing, once the header is read. The output size is then
+  /// `output_height()` x `output_width()`.
+  [[nodiscard]] bool start() noexcept {
+    if (setjmp(error_.jump) != 0) return false;
     (void)jpeg_start_decompress(&info_);
     return true;
   }
