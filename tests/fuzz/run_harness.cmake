@@ -1,11 +1,13 @@
-# Runs one libFuzzer harness for SECONDS on a fresh CORPUS directory seeded from SEEDS;
-# a finding is written to FINDINGS/<harness>-crash-... and fails the test, naming the file.
-# cmake -DHARNESS=... -DCORPUS=... -DSEEDS=... -DFINDINGS=... -DSECONDS=... -P run_harness.cmake
+# Runs one libFuzzer harness for SECONDS from libFuzzer's seed SEED (0: random) on a fresh
+# CORPUS directory seeded from SEEDS; a finding is written to FINDINGS/<harness>-crash-... and
+# fails the test, naming the file.
+# cmake -DHARNESS=... -DCORPUS=... -DSEEDS=... -DFINDINGS=... -DSECONDS=... -DSEED=...
+#       -P run_harness.cmake
 file(REMOVE_RECURSE "${CORPUS}")
 file(MAKE_DIRECTORY "${CORPUS}" "${FINDINGS}")
 get_filename_component(name "${HARNESS}" NAME)
 execute_process(
-  COMMAND "${HARNESS}" -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048
+  COMMAND "${HARNESS}" -seed=${SEED} -max_total_time=${SECONDS} -timeout=10 -rss_limit_mb=2048
           -malloc_limit_mb=1024 -print_final_stats=1 -artifact_prefix=${FINDINGS}/${name}-
           "${CORPUS}" "${SEEDS}"
   RESULT_VARIABLE result)
