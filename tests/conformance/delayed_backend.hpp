@@ -1,12 +1,12 @@
 #pragma once
 /// @file
 /// A test-only staging backend, written as a user would write their own: its "device" is
-/// host memory behind a simulated copy engine, a thread that performs every copy after a
-/// delay and then signals the copy's fence. A consumer that skipped a fence would see an
-/// unfilled buffer, and a staging buffer refilled before its fence would corrupt the copy
-/// still waiting to read it.
+/// host memory behind a simulated copy engine, a thread that performs each copy as late as a
+/// device may: only once somebody waits for it (its fence or a later copy's: copies finish in
+/// submission order), or when the stager stops. So, on every run and with no clock involved,
+/// a consumer that skipped a fence sees an unfilled buffer, and a staging buffer (or lent
+/// block) written again before its copy's fence hands the copy the new bytes.
 
-#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstring>
@@ -57,8 +57,7 @@ namespace stoke::testing::delayed {
 
 /// How the copy engines of stagers made from now on behave (tests set it).
 struct Settings {
-  std::chrono::microseconds delay{1000};  ///< every copy takes this long
-  std::optional<std::size_t> fail_copy;   ///< this copy of each stager (from 0) fails
+  std::optional<std::size_t> fail_copy;  ///< this copy of each stager (from 0) fails
 };
 
 inline Settings& settings() {
@@ -119,7 +118,8 @@ struct HostBlocks {
 };
 
 /// Uploads through `slots` staging buffers, used round robin; each copy runs on the engine
-/// thread after `Settings::delay`, in submission order. Bytes that lie in the memory it lends
+/// thread once it is waited for (see the file's comment), in submission order. Bytes that lie in
+/// the memory it lends
 /// (`lent_memory()`) are copied from there, with no staging buffer.
 class Stager {
  public:
@@ -164,7 +164,7 @@ class Stager {
   Staged<Buffer, Fence> upload(std::span<const std::byte> bytes) {
     std::lock_guard lock(upload_mutex_);
     if (const auto where = lent_->find(bytes)) {
-      Fence fence = Fence::pending();
+      Fence fence = Fence::pending(wake_engine());
       Buffer buffer(device_, bytes.size(), fence);
       lent_->record_use(*where, fence);
       queue(Job{bytes, buffer.memory_, fence, copies_++});
@@ -181,7 +181,7 @@ class Stager {
       ++allocated_;
     }
     slot.bytes.assign(bytes.begin(), bytes.end());
-    Fence fence = Fence::pending();
+    Fence fence = Fence::pending(wake_engine());
     Buffer buffer(device_, bytes.size(), fence);
     slot.busy = fence;
     queue(Job{slot.bytes, buffer.memory_, fence, copies_++});
@@ -216,15 +216,32 @@ class Stager {
     jobs_changed_.notify_all();
   }
 
+  /// What a fence of this stager calls when a thread starts waiting for it: wakes the engine.
+  std::function<void()> wake_engine() {
+    return [this] {
+      {
+        std::lock_guard lock(jobs_mutex_);
+      }  // the engine is waiting or has not checked yet
+      jobs_changed_.notify_all();
+    };
+  }
+
+  /// Whether a queued copy is waited for (`jobs_mutex_` held).
+  [[nodiscard]] bool waited_for() const {
+    for (const Job& job : jobs_) {
+      if (job.fence.waiters() > 0) return true;
+    }
+    return false;
+  }
+
   void run() {
     for (;;) {
       std::unique_lock lock(jobs_mutex_);
-      jobs_changed_.wait(lock, [&] { return stop_ || !jobs_.empty(); });
+      jobs_changed_.wait(lock, [&] { return stop_ || waited_for(); });
       if (jobs_.empty()) return;
-      Job job = std::move(jobs_.front());
+      Job job = std::move(jobs_.front());  // copies finish in submission order
       jobs_.pop_front();
       lock.unlock();
-      std::this_thread::sleep_for(settings_.delay);
       if (settings_.fail_copy == job.number) {
         job.fence.signal("delayed: the copy engine failed copy " + std::to_string(job.number));
         continue;

@@ -286,7 +286,7 @@ TYPED_TEST(Conformance, HostBackendsPassBatchesThroughWithoutACopy) {
 
 // No copy on the host: the stager lends its staging memory to the batcher's pool, the batcher
 // writes its rows there, and the upload is the device's copy alone. The bytes are the ones
-// the batcher wrote, blocks are reused only after their copies (the delayed backend's slow
+// the batcher wrote, blocks are reused only after their copies (the delayed backend's lazy
 // engine would otherwise read rows of a later batch), and nothing is allocated after the
 // pool was reserved.
 TYPED_TEST(Conformance, BatchesAreUploadedFromWhereTheBatcherWroteThemWithoutAHostCopy) {

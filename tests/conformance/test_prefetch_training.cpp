@@ -1,12 +1,11 @@
 // prefetch_to_device gives a TrainingLoader: it forwards layout, set_epoch and restore to the
 // loader it wraps, and its state() is where the consumer stands, not where the prefetch
 // thread got to, so a run checkpointed through prefetch resumes exactly. Checked on the
-// delayed test backend (a copy engine that finishes each upload after a delay), with and
-// without loader workers and on split shares. Labelled `loader`: TSan and ASan run it.
+// delayed test backend (a copy engine that finishes each upload only once it is waited for), with
+// and without loader workers and on split shares. Labelled `loader`: TSan and ASan run it.
 #include <gtest/gtest.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -61,7 +60,7 @@ std::vector<std::size_t> take(Loader& loader, std::size_t stop_after, stoke::Loa
 
 class PrefetchTraining : public ::testing::TestWithParam<std::size_t> {
  protected:
-  void SetUp() override { delayed::settings() = delayed::Settings{std::chrono::microseconds(300)}; }
+  void SetUp() override { delayed::settings() = delayed::Settings{}; }
   void TearDown() override { delayed::settings() = delayed::Settings{}; }
 };
 

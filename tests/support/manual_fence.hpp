@@ -5,6 +5,7 @@
 
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -19,10 +20,13 @@ class ManualFence {
  public:
   /// A fence that has already signalled.
   ManualFence() = default;
-  /// A fence that signals when `signal` is called.
-  static ManualFence pending() {
+  /// A fence that signals when `signal` is called. `on_wait`, if given, is called (without the
+  /// fence's lock) each time a thread starts waiting for it before it has signalled: a simulated
+  /// copy engine that copies only what somebody waits for learns of the wait there.
+  static ManualFence pending(std::function<void()> on_wait = {}) {
     ManualFence fence;
     fence.state_ = std::make_shared<State>();
+    fence.state_->on_wait = std::move(on_wait);
     return fence;
   }
 
@@ -37,6 +41,11 @@ class ManualFence {
     if (!state_) return;
     std::unique_lock lock(state_->mutex);
     ++state_->waiters;
+    if (!state_->done && state_->on_wait) {
+      lock.unlock();
+      state_->on_wait();
+      lock.lock();
+    }
     state_->changed.wait(lock, [&] { return state_->done; });
     --state_->waiters;
     if (!state_->error.empty()) throw Error(state_->error);
@@ -63,6 +72,7 @@ class ManualFence {
     bool done = false;
     std::string error;
     std::size_t waiters = 0;
+    std::function<void()> on_wait;
   };
   std::shared_ptr<State> state_;
 };
