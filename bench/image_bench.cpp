@@ -73,45 +73,58 @@ struct Workload {
   images::Normalization normalization;
 };
 
-/// The bound: `threads` plain threads, each decoding its share of the JPEGs (already in
-/// memory) with TurboJPEG at full size into a reused buffer, drawing the same augmentation
-/// from the same per-sample stream and rendering it into a batch-sized buffer.
-Pass plain_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, const Workload& work,
-                const Flags& flags, std::size_t threads, std::size_t epoch) {
+/// `images` images over `threads` plain threads, timed: thread `t` runs
+/// `per_thread(t, render)`, where `render(i, view, draw)` renders image `i`'s draw from its
+/// decoded `view` into the thread's batch-sized buffer (as a batcher fills its rows).
+template <class PerThread>
+Pass timed_threads(std::size_t images, const Workload& work, const Flags& flags,
+                   std::size_t threads, PerThread per_thread) {
   const auto start = Clock::now();
   const double cpu_start = cpu_seconds();
   std::vector<std::thread> pool;
   for (std::size_t t = 0; t < threads; ++t) {
     pool.emplace_back([&, t] {
-      const std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
-      std::vector<std::uint8_t> decoded;
       const images::ImageShape out{flags.crop, flags.crop, 3};
       std::vector<float> batch(flags.batch * out.bytes());
-      for (std::size_t i = t; i < jpegs.size(); i += threads) {
-        const std::vector<std::uint8_t>& jpeg = jpegs[i];
-        int width = 0, height = 0, subsampling = 0, colorspace = 0;
-        if (tjDecompressHeader3(handle.get(), jpeg.data(), jpeg.size(), &width, &height,
-                                &subsampling, &colorspace) != 0 ||
-            (decoded.resize(std::size_t(width) * height * 3),
-             tjDecompress2(handle.get(), jpeg.data(), jpeg.size(), decoded.data(), width, 0, height,
-                           TJPF_RGB, TJFLAG_ACCURATEDCT) != 0)) {
-          std::fprintf(stderr, "image_bench: cannot decode JPEG %zu\n", i);
-          std::exit(1);
-        }
-        stoke::SampleRng rng(flags.seed, epoch, i);
-        const images::AugmentDraw draw =
-            work.augmentation.draw(std::uint32_t(height), std::uint32_t(width), rng);
+      const auto render = [&](std::size_t i, const images::WindowView& view,
+                              const images::AugmentDraw& draw) {
         const std::size_t row = (i / threads) % flags.batch;
-        images::render_normalized(
-            images::ImageView{decoded, {std::uint32_t(height), std::uint32_t(width), 3}}, draw, out,
-            work.normalization, std::span(batch).subspan(row * out.bytes(), out.bytes()));
-      }
+        images::render_normalized(view, draw, out, work.normalization,
+                                  std::span(batch).subspan(row * out.bytes(), out.bytes()));
+      };
+      per_thread(t, render);
     });
   }
   for (auto& thread : pool) thread.join();
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return {double(jpegs.size()) / seconds, 0.0,
-          1e6 * (cpu_seconds() - cpu_start) / double(jpegs.size())};
+  return {double(images) / seconds, 0.0, 1e6 * (cpu_seconds() - cpu_start) / double(images)};
+}
+
+/// The bound: `threads` plain threads, each decoding its share of the JPEGs (already in
+/// memory) with TurboJPEG at full size into a reused buffer, drawing the same augmentation
+/// from the same per-sample stream and rendering it into a batch-sized buffer.
+Pass plain_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, const Workload& work,
+                const Flags& flags, std::size_t threads, std::size_t epoch) {
+  return timed_threads(jpegs.size(), work, flags, threads, [&](std::size_t t, const auto& render) {
+    const std::unique_ptr<void, int (*)(tjhandle)> handle(tjInitDecompress(), tjDestroy);
+    std::vector<std::uint8_t> decoded;
+    for (std::size_t i = t; i < jpegs.size(); i += threads) {
+      const std::vector<std::uint8_t>& jpeg = jpegs[i];
+      int width = 0, height = 0, subsampling = 0, colorspace = 0;
+      if (tjDecompressHeader3(handle.get(), jpeg.data(), jpeg.size(), &width, &height, &subsampling,
+                              &colorspace) != 0 ||
+          (decoded.resize(std::size_t(width) * height * 3),
+           tjDecompress2(handle.get(), jpeg.data(), jpeg.size(), decoded.data(), width, 0, height,
+                         TJPF_RGB, TJFLAG_ACCURATEDCT) != 0)) {
+        std::fprintf(stderr, "image_bench: cannot decode JPEG %zu\n", i);
+        std::exit(1);
+      }
+      stoke::SampleRng rng(flags.seed, epoch, i);
+      const images::AugmentDraw draw =
+          work.augmentation.draw(std::uint32_t(height), std::uint32_t(width), rng);
+      render(i, images::ImageView{decoded, {std::uint32_t(height), std::uint32_t(width), 3}}, draw);
+    }
+  });
 }
 
 /// The bound of decoding whole: `threads` plain threads, each with stoke's own row code but no
@@ -119,30 +132,16 @@ Pass plain_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, const Workl
 /// DCT scale that keeps the crop at least the output size (TurboJPEG), rendered.
 Pass whole_scaled_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, const Workload& work,
                        const Flags& flags, std::size_t threads, std::size_t epoch) {
-  const auto start = Clock::now();
-  const double cpu_start = cpu_seconds();
-  std::vector<std::thread> pool;
-  for (std::size_t t = 0; t < threads; ++t) {
-    pool.emplace_back([&, t] {
-      std::vector<std::uint8_t> decoded;
-      const images::ImageShape out{flags.crop, flags.crop, 3};
-      std::vector<float> batch(flags.batch * out.bytes());
-      const images::PrepareOptions options{.channels = 3, .window_decode = false};
-      for (std::size_t i = t; i < jpegs.size(); i += threads) {
-        const images::EncodedImage item{jpegs[i], nullptr, 0, "jpeg " + std::to_string(i)};
-        stoke::SampleRng rng(flags.seed, epoch, i);
-        const images::DecodePlan plan = images::plan_decode(item, work.augmentation, options, rng);
-        const images::WindowView whole = images::decode_planned(item, plan, decoded);
-        const std::size_t row = (i / threads) % flags.batch;
-        images::render_normalized(whole, plan.draw, out, work.normalization,
-                                  std::span(batch).subspan(row * out.bytes(), out.bytes()));
-      }
-    });
-  }
-  for (auto& thread : pool) thread.join();
-  const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  return {double(jpegs.size()) / seconds, 0.0,
-          1e6 * (cpu_seconds() - cpu_start) / double(jpegs.size())};
+  return timed_threads(jpegs.size(), work, flags, threads, [&](std::size_t t, const auto& render) {
+    std::vector<std::uint8_t> decoded;
+    const images::PrepareOptions options{.channels = 3, .window_decode = false};
+    for (std::size_t i = t; i < jpegs.size(); i += threads) {
+      const images::EncodedImage item{jpegs[i], nullptr, 0, "jpeg " + std::to_string(i)};
+      stoke::SampleRng rng(flags.seed, epoch, i);
+      const images::DecodePlan plan = images::plan_decode(item, work.augmentation, options, rng);
+      render(i, images::decode_planned(item, plan, decoded), plan.draw);
+    }
+  });
 }
 
 /// Bytes decoded per image over one epoch's draws: the window (as decoded, its left edge on an
