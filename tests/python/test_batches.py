@@ -206,3 +206,32 @@ def test_two_threads_take_turns_on_one_epoch(table):
     for thread in threads:
         thread.join()
     assert sorted(steps[0] + steps[1]) == list(range(len(loader)))
+
+
+def test_dlpack_stream_argument_for_a_cpu_batch(table):
+    x, _ = table
+    batch = next(iter(sl.Loader({"x": x}, batch_size=4)))
+    array = batch["x"]
+    for stream in (None, -1):  # the DLPack specification's values for CPU memory
+        out = np.from_dlpack(_Exporter(array, stream=stream))
+        np.testing.assert_array_equal(out, x[batch.indices])
+        assert pointer(out) == array.address
+    for stream in (0, 1, 7):
+        with pytest.raises(BufferError, match=rf"stream={stream}\) for a CPU batch"):
+            array.__dlpack__(stream=stream)
+    assert type(array.__dlpack__(max_version=(1, 0))).__name__ == "PyCapsule"
+    assert memoryview(array).shape == (4, 4) and memoryview(array).format == "f"
+    assert array.shape == (4, 4) and array.nbytes == 64
+
+
+class _Exporter:
+    """Passes ``stream`` to the array's ``__dlpack__``, as a consumer of a stream would."""
+
+    def __init__(self, array, stream):
+        self.array, self.stream = array, stream
+
+    def __dlpack__(self, **kwargs):
+        return self.array.__dlpack__(stream=self.stream, **kwargs)
+
+    def __dlpack_device__(self):
+        return self.array.__dlpack_device__()

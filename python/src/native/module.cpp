@@ -43,6 +43,9 @@
 #include <stoke/data/split.hpp>
 #include <stoke/data/state.hpp>
 
+#include "batch_array.hpp"
+#include "bind_sources.hpp"
+#include "held_batches.hpp"
 #include "rows.hpp"
 
 namespace stoke_python {
@@ -51,9 +54,8 @@ namespace {
 using Loader = stoke::MultiThreadLoader<RowIndices, RowBatcher, stoke::cpu::Backend>;
 using LoaderBatch = stoke::Batch<Rows>;
 using Range = stoke::BatchRange<LoaderBatch>;
-/// A column of a batch as Python sees it: nanobind's array, with `__dlpack__` (DLPack 1.x and
-/// the legacy form), `__dlpack_device__` and the buffer protocol.
-using BatchArray = nb::ndarray<nb::array_api>;
+/// A batch handed to Python, counted against its loader's bound on held batches.
+using Held = HeldBatch<LoaderBatch>;
 
 /// Takes the GIL back after `PyEval_SaveThread`. CPython before 3.14 ends a thread that takes
 /// it after the interpreter began to finalize (a daemon thread still iterating when the program
@@ -113,8 +115,9 @@ std::string device_name(const stoke::cpu::Device& device) {
 /// One batch as Python sees it: a mapping of column names to arrays over the batch's buffer.
 class PyBatch {
  public:
-  explicit PyBatch(LoaderBatch batch)
-      : batch_(std::make_shared<const LoaderBatch>(std::move(batch))) {}
+  PyBatch(LoaderBatch batch, std::shared_ptr<HeldBatches> count)
+      : held_(std::make_shared<const Held>(std::move(batch), std::move(count))),
+        batch_(&held_->batch) {}
 
   /// Column `name` as an array (DLPack producer, buffer protocol) sharing the batch's memory.
   [[nodiscard]] BatchArray get(const std::string& name) const {
@@ -129,13 +132,8 @@ class PyBatch {
     const Column& column = *batch_->data.table->columns()[k];
     std::vector<std::size_t> shape{batch_->data.rows};
     shape.insert(shape.end(), column.row_shape().begin(), column.row_shape().end());
-    // The capsule owns a reference to the batch: its buffer lives while any array does.
-    auto* owner = new std::shared_ptr<const LoaderBatch>(batch_);
-    nb::capsule capsule(owner, [](void* p) noexcept {
-      delete static_cast<std::shared_ptr<const LoaderBatch>*>(p);
-    });
-    return BatchArray(batch_->data.column_data(k), shape.size(), shape.data(), capsule, nullptr,
-                      column.dtype(), nb::device::cpu::value);
+    // The array owns a reference to the batch: its buffer lives while any array does.
+    return {held_, batch_->data.column_data(k), std::move(shape), column.dtype()};
   }
 
   [[nodiscard]] std::vector<std::string> keys() const {
@@ -152,6 +150,8 @@ class PyBatch {
   [[nodiscard]] std::size_t num_columns() const { return batch_->data.table->columns().size(); }
 
   [[nodiscard]] const LoaderBatch& batch() const noexcept { return *batch_; }
+  /// The batch and its count in the held batches, shared with the arrays over it.
+  [[nodiscard]] const std::shared_ptr<const Held>& held() const noexcept { return held_; }
 
   /// `Batch(epoch=0, step=3, size=64, padding=0, x=float32[64, 784], y=int64[64])`.
   [[nodiscard]] std::string repr() const {
@@ -190,13 +190,15 @@ class PyBatch {
   }
 
  private:
-  std::shared_ptr<const LoaderBatch> batch_;
+  std::shared_ptr<const Held> held_;
+  const LoaderBatch* batch_;  ///< `held_->batch`
 };
 
 /// One epoch's batches: `next` waits for the next batch with the GIL released.
 class PyEpoch {
  public:
-  explicit PyEpoch(Range range) : range_(std::make_unique<Range>(std::move(range))) {}
+  PyEpoch(Range range, std::shared_ptr<HeldBatches> held)
+      : range_(std::make_unique<Range>(std::move(range))), held_(std::move(held)) {}
   PyEpoch(const PyEpoch&) = delete;
   PyEpoch& operator=(const PyEpoch&) = delete;
   ~PyEpoch() {
@@ -204,14 +206,20 @@ class PyEpoch {
   }
 
   /// The next batch; `StopIteration` after the last. Calls from several threads take turns.
+  /// `HeldBatchesError` when the consumer holds as many batches of the loader as its bound: the
+  /// batch taken is kept for the next call, so that no batch is lost (nor made twice).
   PyBatch next() {
     std::optional<LoaderBatch> batch;
+    bool over = false;
     {
       GilRelease release;
       std::unique_ptr<Range> finished;
       {
         const std::lock_guard lock(mutex_);
-        if (range_) {
+        if (kept_) {
+          batch = std::move(kept_);
+          kept_.reset();
+        } else if (range_) {
           if (!started_) {
             started_ = true;
             at_ = range_->begin();
@@ -226,14 +234,23 @@ class PyEpoch {
         }
       }
       finished.reset();  // the epoch is over: let go of its workers, without the GIL
+      if (batch && held_->max != 0 && held_->held.load(std::memory_order_acquire) >= held_->max) {
+        const std::lock_guard lock(mutex_);
+        kept_ = std::move(batch);
+        batch.reset();
+        over = true;
+      }
     }
+    if (over) throw_held(*held_);
     if (!batch) throw nb::stop_iteration();
-    return PyBatch(std::move(*batch));
+    return {std::move(*batch), held_};
   }
 
  private:
   std::mutex mutex_;  ///< held while the range advances
   std::unique_ptr<Range> range_;
+  std::shared_ptr<HeldBatches> held_;
+  std::optional<LoaderBatch> kept_;  ///< a batch taken while the consumer held too many
   Range::iterator at_;
   bool started_ = false;
 };
@@ -243,7 +260,10 @@ class PyLoader {
  public:
   PyLoader(const std::vector<std::shared_ptr<Column>>& columns, std::size_t batch_size,
            bool shuffle, std::uint64_t seed, std::size_t num_workers, std::size_t queue_depth,
-           const std::string& remainder, double batch_timeout) {
+           const std::string& remainder, double batch_timeout, std::size_t max_held,
+           bool shuffle_shards)
+      : held_(std::make_shared<HeldBatches>()) {
+    held_->max = max_held;
     if (columns.empty()) throw stoke::UsageError("stoke_loader: a loader needs a column");
     const std::size_t rows = columns.front()->rows();
     std::vector<std::shared_ptr<const Column>> table;
@@ -267,21 +287,38 @@ class PyLoader {
           "not \"" +
           remainder + "\"");
     }
-    RowBatcher batcher{std::make_shared<const Table>(std::move(table), rows)};
+    auto shared = std::make_shared<const Table>(std::move(table), rows);
+    if (shuffle_shards && !shared->sharded()) {
+      throw stoke::UsageError(
+          "stoke_loader: shuffle_shards needs a column read from shards (stoke_loader.shards, "
+          "tar_shards)");
+    }
+    if (shuffle_shards && !shared->shard_mismatch().empty()) {
+      throw stoke::UsageError(shared->shard_mismatch() + ": shuffle_shards needs one sharding");
+    }
+    RowBatcher batcher{shared};
     stoke::DataLoaderBuilder<stoke::cpu::Backend, RowBatcher> builder(std::move(batcher));
     builder.batch_size(batch_size)
         .num_workers(num_workers)
         .queue_depth(queue_depth)
         .remainder(*policy);
     builder.seed(seed);
-    if (shuffle) builder.shuffle(seed);
+    if (shuffle_shards) {
+      builder.shuffle_shards(seed);
+    } else if (shuffle) {
+      builder.shuffle(seed);
+    }
     if (batch_timeout > 0) {
       const auto ms = static_cast<std::int64_t>(batch_timeout * 1000.0 + 0.5);
       builder.batch_timeout(std::chrono::milliseconds(ms < 1 ? 1 : ms));
     }
-    loader_.emplace(builder.build(RowIndices{rows}));
+    loader_.emplace(builder.build(RowIndices{rows, shared}));
   }
-  explicit PyLoader(Loader loader) { loader_.emplace(std::move(loader)); }
+  /// A loader of its own (a share or a split's part) with the bound `max_held`.
+  PyLoader(Loader loader, std::size_t max_held) : held_(std::make_shared<HeldBatches>()) {
+    held_->max = max_held;
+    loader_.emplace(std::move(loader));
+  }
   PyLoader(const PyLoader&) = delete;
   PyLoader& operator=(const PyLoader&) = delete;
   ~PyLoader() {
@@ -291,20 +328,20 @@ class PyLoader {
   /// The next epoch's batches; advances the epoch. Like every call that changes the loader,
   /// it holds the GIL, which keeps such calls from several threads apart (it waits for no
   /// batch: the workers begin the epoch, the consumer waits in `PyEpoch::next`).
-  std::unique_ptr<PyEpoch> iter() { return std::make_unique<PyEpoch>(loader_->iter()); }
+  std::unique_ptr<PyEpoch> iter() { return std::make_unique<PyEpoch>(loader_->iter(), held_); }
 
   std::vector<std::unique_ptr<PyLoader>> split(const std::vector<std::size_t>& devices) const {
     std::vector<stoke::cpu::Device> targets;
     for (const std::size_t index : devices) targets.push_back(stoke::cpu::Device{index});
     std::vector<std::unique_ptr<PyLoader>> out;
     for (Loader& share : stoke::split(*loader_, targets)) {
-      out.push_back(std::make_unique<PyLoader>(std::move(share)));
+      out.push_back(std::make_unique<PyLoader>(std::move(share), held_->max));
     }
     return out;
   }
 
   std::unique_ptr<PyLoader> share(std::size_t count, std::size_t index) const {
-    return std::make_unique<PyLoader>(share_of(*loader_, count, index));
+    return std::make_unique<PyLoader>(share_of(*loader_, count, index), held_->max);
   }
 
   [[nodiscard]] std::string state_json() const { return stoke::to_json(loader_->state()).dump(); }
@@ -312,8 +349,13 @@ class PyLoader {
 
   [[nodiscard]] const Loader& loader() const { return *loader_; }
   [[nodiscard]] Loader& loader() { return *loader_; }
+  /// Batches of this loader the consumer holds now.
+  [[nodiscard]] std::size_t held() const noexcept { return held_->held.load(); }
+  /// The bound on them (0: none).
+  [[nodiscard]] std::size_t max_held() const noexcept { return held_->max; }
 
  private:
+  std::shared_ptr<HeldBatches> held_;
   std::optional<Loader> loader_;
 };
 
@@ -325,6 +367,7 @@ struct Errors {
   PyObject* input = nullptr;
   PyObject* data = nullptr;
   PyObject* timeout = nullptr;
+  PyObject* held = nullptr;
 };
 Errors errors;
 
@@ -358,9 +401,16 @@ void define_errors(nb::module_& m) {
                              "A batch not ready within the loader's batch_timeout; the message "
                              "names the stuck worker and the dataset index.",
                              PyTuple_Pack(2, errors.base, PyExc_TimeoutError));
+  errors.held = new_error(m, "HeldBatchesError",
+                          "The consumer asked for a batch while it held max_held_batches of the "
+                          "loader's batches (or arrays over them); the message says how to raise "
+                          "the bound.",
+                          PyTuple_Pack(2, errors.base, PyExc_RuntimeError));
   nb::register_exception_translator([](const std::exception_ptr& error, void*) {
     try {
       std::rethrow_exception(error);
+    } catch (const HeldBatchesError& e) {
+      PyErr_SetString(errors.held, e.what());
     } catch (const stoke::DataError& e) {
       PyErr_SetString(errors.data, e.what());
     } catch (const stoke::TimeoutError& e) {
@@ -407,6 +457,27 @@ NB_MODULE(_native, m) {
           },
           nb::arg("name"), nb::arg("path"), nb::arg("code"), nb::arg("bits"), nb::arg("shape"),
           nb::arg("read"));
+  bind_sources(m);
+
+  static PyType_Slot array_slots[] = {
+      {Py_bf_getbuffer, reinterpret_cast<void*>(&BatchArray::get_buffer)}, {0, nullptr}};
+  nb::class_<BatchArray>(m, "Array",
+                         "A column of a batch, over the batch's memory: a DLPack producer "
+                         "(np.from_dlpack, torch.from_dlpack, jax.dlpack.from_dlpack take it "
+                         "without a copy) and a buffer (np.asarray, memoryview).",
+                         nb::type_slots(array_slots))
+      .def("__dlpack__", &BatchArray::dlpack, nb::arg("stream") = nb::none(), nb::kw_only(),
+           nb::arg("max_version") = nb::none(), nb::arg("dl_device") = nb::none(),
+           nb::arg("copy") = nb::none(),
+           "The DLPack capsule (1.x when max_version asks for it, else legacy). stream must be "
+           "None or -1: a CPU array has no stream.")
+      .def("__dlpack_device__", [](const BatchArray&) { return nb::make_tuple(1, 0); })
+      .def_prop_ro("shape", &BatchArray::shape)
+      .def_prop_ro("nbytes", &BatchArray::nbytes)
+      .def_prop_ro("address", &BatchArray::address, "The address of the first byte.")
+      .def("__repr__", [](const BatchArray& a) {
+        return "stoke_loader.Array(shape=" + nb::cast<std::string>(nb::repr(a.shape())) + ")";
+      });
 
   nb::class_<PyBatch>(m, "Batch",
                       "One batch: a mapping of column names to arrays that share the batch's "
@@ -454,10 +525,12 @@ NB_MODULE(_native, m) {
 
   nb::class_<PyLoader>(m, "Loader")
       .def(nb::init<const std::vector<std::shared_ptr<Column>>&, std::size_t, bool, std::uint64_t,
-                    std::size_t, std::size_t, const std::string&, double>(),
+                    std::size_t, std::size_t, const std::string&, double, std::size_t, bool>(),
            nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"), nb::arg("seed"),
            nb::arg("num_workers"), nb::arg("queue_depth"), nb::arg("remainder"),
-           nb::arg("batch_timeout"))
+           nb::arg("batch_timeout"), nb::arg("max_held"), nb::arg("shuffle_shards"))
+      .def_prop_ro("held", &PyLoader::held)
+      .def_prop_ro("max_held", &PyLoader::max_held)
       .def("iter", &PyLoader::iter)
       .def("split", &PyLoader::split, nb::arg("devices"))
       .def("share", &PyLoader::share, nb::arg("count"), nb::arg("index"))

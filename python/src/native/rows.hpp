@@ -45,8 +45,16 @@ class Column {
   Column& operator=(const Column&) = delete;
   virtual ~Column() = default;
 
-  /// Copies the rows `indices` (each `< rows()`), one after another, to `out`.
-  virtual void copy_rows(std::span<const std::size_t> indices, std::byte* out) const = 0;
+  /// Copies the rows `indices` (each `< rows()`), one after another, to `out`. They are rows
+  /// `[first_row, first_row + indices.size())` of the batch being made (a column that draws
+  /// per-sample randomness uses `stoke::sample_rng(first_row + k)` for `indices[k]`).
+  virtual void copy_rows(std::span<const std::size_t> indices, std::size_t first_row,
+                         std::byte* out) const = 0;
+
+  /// Where each shard's rows begin, for a column read from shards (else null).
+  [[nodiscard]] virtual const std::vector<std::size_t>* shard_begins() const { return nullptr; }
+  /// The order the next epoch visits the shards in, for a column that reads shards ahead.
+  virtual void read_ahead(std::span<const std::size_t> /*shards*/) const {}
 
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] nb::dlpack::dtype dtype() const noexcept { return dtype_; }
@@ -87,7 +95,8 @@ class ArrayColumn final : public Column {
     }
   }
 
-  void copy_rows(std::span<const std::size_t> indices, std::byte* out) const override {
+  void copy_rows(std::span<const std::size_t> indices, std::size_t /*first_row*/,
+                 std::byte* out) const override {
     const std::size_t bytes = row_bytes();
     if (!contiguous_rows_) {
       for (const std::size_t index : indices) out = copy_strided(row(index), 0, out);
@@ -166,7 +175,8 @@ class RecordColumn final : public Column {
     set_rows(records_.size());
   }
 
-  void copy_rows(std::span<const std::size_t> indices, std::byte* out) const override {
+  void copy_rows(std::span<const std::size_t> indices, std::size_t /*first_row*/,
+                 std::byte* out) const override {
     const std::size_t bytes = row_bytes();
     for (const std::size_t index : indices) {
       try {
@@ -187,8 +197,38 @@ class RecordColumn final : public Column {
 /// The columns a loader reads, all with the same number of rows.
 class Table {
  public:
+  /// Columns of `rows` rows each. The shards are those of the first column read from shards;
+  /// a later one whose shards begin at other rows is noted (`shard_mismatch`).
   Table(std::vector<std::shared_ptr<const Column>> columns, std::size_t rows)
-      : columns_(std::move(columns)), rows_(rows) {}
+      : columns_(std::move(columns)), rows_(rows) {
+    const Column* first = nullptr;
+    for (const auto& column : columns_) {
+      const std::vector<std::size_t>* begins = column->shard_begins();
+      if (begins == nullptr) continue;
+      if (first == nullptr) {
+        first = column.get();
+        shard_begins_ = *begins;
+      } else if (*begins != shard_begins_ && shard_mismatch_.empty()) {
+        shard_mismatch_ = "stoke_loader: the shards of column '" + column->name() +
+                          "' begin at other rows than those of column '" + first->name() + "'";
+      }
+    }
+    sharded_ = first != nullptr;
+    if (!sharded_) shard_begins_ = {0};
+  }
+
+  /// Why the columns' shards cannot be shuffled together (empty when they can).
+  [[nodiscard]] const std::string& shard_mismatch() const noexcept { return shard_mismatch_; }
+  /// Where each shard begins (`{0}`: one shard, when no column is sharded).
+  [[nodiscard]] const std::vector<std::size_t>& shard_begins() const noexcept {
+    return shard_begins_;
+  }
+  /// Whether some column is read from shards.
+  [[nodiscard]] bool sharded() const noexcept { return sharded_; }
+  /// Tells every column the order the next epoch visits the shards in.
+  void read_ahead(std::span<const std::size_t> shards) const {
+    for (const auto& column : columns_) column->read_ahead(shards);
+  }
 
   [[nodiscard]] const std::vector<std::shared_ptr<const Column>>& columns() const noexcept {
     return columns_;
@@ -214,13 +254,22 @@ class Table {
  private:
   std::vector<std::shared_ptr<const Column>> columns_;
   std::size_t rows_;
+  std::vector<std::size_t> shard_begins_;
+  std::string shard_mismatch_;
+  bool sharded_ = false;
 };
 
 /// The dataset a loader orders: row `i` of the table is sample `i`. Reading happens in the
-/// batcher, straight into the batch.
+/// batcher, straight into the batch. A `ReadAheadShardedDataset`: the table's shards (used
+/// when the loader shuffles shards) and its columns' read-ahead.
 struct RowIndices {
   std::size_t count = 0;
+  std::shared_ptr<const Table> table;
   [[nodiscard]] std::size_t size() const noexcept { return count; }
+  [[nodiscard]] const std::vector<std::size_t>& shard_begins() const noexcept {
+    return table->shard_begins();
+  }
+  void read_ahead(std::span<const std::size_t> shards) const { table->read_ahead(shards); }
   [[nodiscard]] std::size_t get(std::size_t index) const {
     if (index >= count) {
       throw stoke::UsageError("stoke_loader: row " + std::to_string(index) + " of " +
@@ -255,7 +304,7 @@ class PendingRows {
     const std::span<const std::size_t> indices(items_.data() + first, last - first);
     const auto& columns = out_.table->columns();
     for (std::size_t k = 0; k < columns.size(); ++k) {
-      columns[k]->copy_rows(indices, out_.column_data(k) + first * columns[k]->row_bytes());
+      columns[k]->copy_rows(indices, first, out_.column_data(k) + first * columns[k]->row_bytes());
     }
   }
   [[nodiscard]] Rows finish() && { return std::move(out_); }
