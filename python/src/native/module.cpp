@@ -47,6 +47,7 @@
 #include "bind_sources.hpp"
 #include "held_batches.hpp"
 #include "rows.hpp"
+#include "scaled_column.hpp"
 
 namespace stoke_python {
 namespace {
@@ -457,6 +458,9 @@ NB_MODULE(_native, m) {
           },
           nb::arg("name"), nb::arg("path"), nb::arg("code"), nb::arg("bits"), nb::arg("shape"),
           nb::arg("read"));
+  nb::class_<ScaledColumn, Column>(m, "ScaledColumn")
+      .def(nb::init<std::string, std::shared_ptr<Column>, float, float>(), nb::arg("name"),
+           nb::arg("source"), nb::arg("scale"), nb::arg("offset"));
   bind_sources(m);
 
   static PyType_Slot array_slots[] = {

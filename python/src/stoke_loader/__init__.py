@@ -59,6 +59,8 @@ __all__ = [
     "Array",
     "Records",
     "records",
+    "scaled",
+    "Scaled",
     "npy",
     "npz",
     "shards",
@@ -169,23 +171,51 @@ def _columns(data) -> list:
     for name, value in data.items():
         if not isinstance(name, str):
             raise TypeError(f"stoke_loader: column names are strings, not {name!r}")
-        if hasattr(value, "_column"):  # records, shards, HDF5, images: stoke's own sources
-            columns.append(value._column(name))
-            continue
-        if isinstance(value, _np.ndarray):
-            _check_dtype(name, value.dtype)
-            if value.ndim == 0:
-                raise ValueError(
-                    f"stoke_loader: column {name!r} is a scalar; a column has rows along axis 0"
-                )
-        elif not (hasattr(value, "__dlpack__") or hasattr(value, "__array_interface__")):
-            raise TypeError(
-                f"stoke_loader: column {name!r} is a {type(value).__name__}, not an array "
-                "(NumPy, or any CPU array with __dlpack__) or a stoke_loader source "
-                "(records, shards, hdf5, image_folder, tar_shards)"
-            )
-        columns.append(_native.ArrayColumn(name, value))
+        columns.append(_native_column(name, value))
     return columns
+
+
+def _native_column(name: str, value):
+    """The native column named ``name`` over ``value``: a stoke_loader source or an array."""
+    if hasattr(value, "_column"):  # records, shards, HDF5, images, scaled: stoke's own sources
+        return value._column(name)
+    if isinstance(value, _np.ndarray):
+        _check_dtype(name, value.dtype)
+        if value.ndim == 0:
+            raise ValueError(
+                f"stoke_loader: column {name!r} is a scalar; a column has rows along axis 0"
+            )
+    elif not (hasattr(value, "__dlpack__") or hasattr(value, "__array_interface__")):
+        raise TypeError(
+            f"stoke_loader: column {name!r} is a {type(value).__name__}, not an array "
+            "(NumPy, or any CPU array with __dlpack__) or a stoke_loader source "
+            "(records, shards, hdf5, image_folder, tar_shards, scaled)"
+        )
+    return _native.ArrayColumn(name, value)
+
+
+class Scaled:
+    """The rows of ``source`` (an array or a stoke_loader source of numbers) as float32
+    ``value * scale + offset``, computed by the loader's workers as they make each batch, as
+    stoke's C++ ``cpu::StackBatcher`` does: ``scale=1/255`` turns bytes into [0, 1] without a
+    pass of the consumer's own over every batch. Made by :func:`scaled`."""
+
+    def __init__(self, source, scale: float, offset: float = 0.0):
+        self.source = source
+        self.scale = float(scale)
+        self.offset = float(offset)
+
+    def _column(self, name: str):
+        inner = _native_column(name, self.source)
+        return _native.ScaledColumn(name, inner, self.scale, self.offset)
+
+    def __repr__(self) -> str:
+        return f"stoke_loader.scaled({self.source!r}, scale={self.scale}, offset={self.offset})"
+
+
+def scaled(source, scale: float, offset: float = 0.0) -> Scaled:
+    """``source``'s rows as float32 ``value * scale + offset`` (see :class:`Scaled`)."""
+    return Scaled(source, scale, offset)
 
 
 class Loader:
