@@ -194,6 +194,7 @@ using stoke::npy_format;
 using stoke::npy_max_header;
 using stoke::NpyDataset;
 using stoke::npz_members;
+using stoke::NpzFile;
 using stoke::read_idx;
 using stoke::read_npy_info;
 using stoke::RecordBytes;

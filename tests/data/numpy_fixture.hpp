@@ -1,7 +1,11 @@
 #pragma once
 /// @file
 /// The files numpy writes for the npy/npz tests (write_npy_fixtures.py, run once per test
-/// process into a directory of its own), and the values they hold.
+/// process into a directory of its own), the values they hold, and `overwrite` (which shows
+/// whether a shard views its file).
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -38,11 +42,23 @@ void expect_numpy_values(std::span<const T> values, std::size_t first = 0) {
   }
 }
 
-/// Expects `shard` to hold `T`, shape `shape` and the formula's values.
+/// Expects `shard` to hold `T`, shape `shape` and the formula's values (read whatever the
+/// shard's alignment: a stored npz member lies where the archive put it).
 template <class T>
 void expect_numpy_array(const ArrayShard& shard, const std::vector<std::size_t>& shape) {
   ASSERT_EQ(shard.info(), (ArrayInfo{dtype_of<T>(), shape})) << describe(shard.info());
-  expect_numpy_values<T>(shard.values<T>(0, shard.rows()));
+  expect_numpy_values<T>(shard.array_row<T>(0, shard.rows(), shard.owner()).values);
+}
+
+/// Writes `value` at byte `offset` of the file `path`: a shard that views the mapped file sees
+/// it, a copy does not.
+template <class T>
+void overwrite(const std::filesystem::path& path, std::size_t offset, T value) {
+  const int fd = ::open(path.c_str(), O_WRONLY);
+  ASSERT_GE(fd, 0) << path;
+  ASSERT_EQ(::pwrite(fd, &value, sizeof value, static_cast<off_t>(offset)),
+            static_cast<ssize_t>(sizeof value));
+  ::close(fd);
 }
 
 /// The script that writes the numpy files.

@@ -1,8 +1,5 @@
 // Tests of the .npy reader: read_npy_info, load_npy and NpyDataset, on files numpy wrote and
 // on files made wrong by hand.
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
@@ -164,14 +161,11 @@ TEST(NpyFile, MapsTheFileInPlace) {
   ASSERT_EQ(shard.values<float>(3)[1], stoke::testing::numpy_value<float>(7));
   // A write to the file shows through the mapping: the shard views the file, not a copy.
   const float changed = 42.5F;
-  const int fd = ::open(path.c_str(), O_WRONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::pwrite(fd, &changed, sizeof changed, 128 + 7 * 4), 4);
-  ::close(fd);
+  stoke::testing::overwrite(path, 128 + 7 * 4, changed);
   EXPECT_EQ(shard.values<float>(3)[1], changed);
 }
 
-TEST(NpyFile, CopiesDataThatIsNotAlignedForItsType) {
+TEST(NpyFile, MapsDataThatIsNotAlignedForItsTypeInPlace) {
   const TempDir dir;
   std::vector<double> values{1.5, -2.0, 3.25};
   // A header of 50 bytes: the data starts at offset 60, not a multiple of 8.
@@ -179,8 +173,17 @@ TEST(NpyFile, CopiesDataThatIsNotAlignedForItsType) {
                           npy_file("{'descr':'<f8','fortran_order':False,'shape':(3,)}",
                                    stoke::testing::le_bytes(values), 1, 0));
   const stoke::ArrayShard shard = stoke::load_npy(path);
-  const auto read = shard.values<double>(0, 3);
-  EXPECT_EQ(std::vector<double>(read.begin(), read.end()), values);
+  EXPECT_FALSE(shard.aligned());
+  std::vector<double> read(3);
+  shard.copy_values<double>(0, 3, read);
+  EXPECT_EQ(read, values);
+  EXPECT_THROW((void)shard.values<double>(0, 3), stoke::UsageError);
+  const stoke::NpyDataset<double> rows(path);
+  EXPECT_EQ(rows.get(2).values[0], 3.25);
+  // A write to the file shows through the mapping: the shard views the file, not a copy.
+  const double changed = -8.0;
+  stoke::testing::overwrite(path, 60 + 8, changed);
+  EXPECT_EQ(shard.array_row<double>(1, 1, shard.owner()).values[0], changed);
 }
 
 TEST(NpyFile, RefusesAMissingFileAndOneThatIsNotRegular) {

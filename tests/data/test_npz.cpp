@@ -1,10 +1,10 @@
-// Tests of the .npz reader: npz_members and load_npz, on archives numpy wrote (np.savez,
-// np.savez_compressed) and on zip archives made wrong by hand.
-#include <fcntl.h>
-#include <unistd.h>
-
+// Tests of the .npz reader: npz_members, load_npz and NpzFile, on archives numpy wrote
+// (np.savez, np.savez_compressed) and on zip archives made by hand (members at unaligned
+// offsets, read in place also through ShardedArrays, and archives made wrong).
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 #include <stoke/core/error.hpp>
 #include <stoke/data/sources/npz.hpp>
+#include <stoke/data/sources/sharded_arrays.hpp>
 
 #include "npy_files.hpp"
 #include "numpy_fixture.hpp"
@@ -26,6 +27,7 @@ using stoke::testing::FileBytes;
 using stoke::testing::message_of;
 using stoke::testing::npy_file;
 using stoke::testing::npy_header;
+using stoke::testing::overwrite;
 using stoke::testing::TempDir;
 using stoke::testing::zip_file;
 using stoke::testing::ZipMember;
@@ -141,22 +143,130 @@ TEST(NpzFile, ReadsAnAlignedStoredMemberInPlace) {
   const stoke::ArrayShard shard = stoke::load_npz(path, "a");
   stoke::testing::expect_numpy_array<float>(shard, {4});
   const float changed = 9.5F;
-  const int fd = ::open(path.c_str(), O_WRONLY);
-  ASSERT_GE(fd, 0);
-  ASSERT_EQ(::pwrite(fd, &changed, sizeof changed, 168 + 4), 4);
-  ::close(fd);
+  overwrite(path, 168 + 4, changed);
   EXPECT_EQ(shard.values<float>(0, 4)[1], changed) << "the shard does not view the file";
 }
 
-TEST(NpzFile, CopiesAnUnalignedStoredMemberCheckingItsCrc) {
+/// The offset in `file` of the data of the npy file `npy` stored in it (128 bytes in).
+std::size_t data_offset(const FileBytes& file, const FileBytes& npy) {
+  const auto at = std::search(file.begin(), file.end(), npy.begin(), npy.end());
+  EXPECT_NE(at, file.end());
+  return static_cast<std::size_t>(at - file.begin()) + 128;
+}
+
+TEST(NpzFile, ReadsUnalignedStoredMembersInPlace) {
   const TempDir dir;
-  // The data starts at 30 + 5 + 128 = 163: copied, so its CRC-32 is checked.
-  const auto path = write(dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(4)}}));
-  stoke::testing::expect_numpy_array<float>(stoke::load_npz(path, "a"), {4});
-  const auto bad = write(dir, "b.npz",
-                         zip_file({{.name = "a.npy", .content = float_npy(4), .wrong_crc = true}}));
-  EXPECT_THAT(refusal(bad), AllOf(HasSubstr("member 'a.npy'"), HasSubstr("CRC-32 mismatch"),
-                                  HasSubstr("central directory record at offset 179")));
+  std::vector<std::int64_t> longs(15);
+  for (std::size_t i = 0; i < longs.size(); ++i) {
+    longs[i] = stoke::testing::numpy_value<std::int64_t>(i);
+  }
+  const FileBytes floats = float_npy(18);
+  const FileBytes ints = npy_file(npy_header("<i8", {5, 3}), stoke::testing::le_bytes(longs));
+  // As np.savez lays them out: the data of "f" starts at 30 + 5 + 128 = 163, of "i" at 398.
+  const FileBytes zip =
+      zip_file({{.name = "f.npy", .content = floats}, {.name = "i.npy", .content = ints}});
+  const auto path = write(dir, "a.npz", zip);
+  const std::size_t f_at = data_offset(zip, floats);
+  const std::size_t i_at = data_offset(zip, ints);
+  ASSERT_NE(f_at % alignof(float), 0U);
+  ASSERT_NE(i_at % alignof(std::int64_t), 0U);
+
+  const stoke::NpzFile npz(path);
+  EXPECT_TRUE(npz.in_place("f"));
+  EXPECT_TRUE(npz.in_place("i.npy"));
+  const stoke::ArrayShard f = npz.load("f");
+  const stoke::ArrayShard i = npz.load("i");
+  const stoke::ArrayShard i_again = stoke::load_npz(path, "i");
+  EXPECT_FALSE(f.aligned());
+  EXPECT_FALSE(i.aligned());
+  // Both view the one mapping, where the archive put them.
+  EXPECT_EQ(reinterpret_cast<std::uintptr_t>(i.bytes().data()) -
+                reinterpret_cast<std::uintptr_t>(f.bytes().data()),
+            i_at - f_at);
+  EXPECT_EQ(i.owner(), f.owner());
+
+  // Every reader copes with the alignment, and reads the values exactly.
+  stoke::testing::expect_numpy_array<float>(f, {18});
+  stoke::testing::expect_numpy_array<std::int64_t>(i, {5, 3});
+  stoke::testing::expect_numpy_array<std::int64_t>(i_again, {5, 3});
+  std::vector<std::int64_t> row(3);
+  i.copy_values<std::int64_t>(4, 1, row);
+  EXPECT_THAT(row, ElementsAre(longs[12], longs[13], longs[14]));
+  std::int64_t first = 0;
+  std::memcpy(&first, i.row_bytes(2).data(), sizeof first);
+  EXPECT_EQ(first, longs[6]);
+  const stoke::ArrayDataset<std::int64_t> dataset(i);
+  stoke::testing::expect_numpy_values<std::int64_t>(dataset.get(3).values, 9);
+  EXPECT_THAT(message_of<stoke::UsageError>([&] { (void)i.values<std::int64_t>(0); }),
+              AllOf(HasSubstr("'" + (path / "i.npy").string() + "'"),
+                    HasSubstr("not aligned for int64"), HasSubstr("copy_values")));
+  EXPECT_THAT(message_of<stoke::UsageError>([&] { i.copy_values<std::int64_t>(4, 1, {}); }),
+              HasSubstr("into 0 values; they hold 3"));
+
+  // A write to the file shows through every shard: they view the file, not copies.
+  overwrite(path, f_at + 5 * sizeof(float), 9.5F);
+  overwrite(path, i_at + 13 * sizeof(std::int64_t), std::int64_t{-77});
+  EXPECT_EQ(f.array_row<float>(5, 1, f.owner()).values[0], 9.5F);
+  EXPECT_EQ(dataset.get(4).values[1], -77);
+  EXPECT_EQ(i_again.array_row<std::int64_t>(4, 1, nullptr).values[1], -77);
+}
+
+TEST(NpzFile, ShardedArraysReadUnalignedMembersInPlace) {
+  const TempDir dir;
+  const std::vector<std::size_t> rows{4, 3};
+  std::vector<std::filesystem::path> files;
+  std::vector<std::size_t> offsets;
+  for (std::size_t k = 0, begin = 0; k < rows.size(); begin += rows[k++]) {
+    std::vector<float> values;
+    for (std::size_t r = begin; r < begin + rows[k]; ++r) {
+      for (std::size_t c = 0; c < 3; ++c) values.push_back(static_cast<float>(r * 10 + c) + 0.25F);
+    }
+    const FileBytes npy =
+        npy_file(npy_header("<f4", {rows[k], 3}), stoke::testing::le_bytes(values));
+    const FileBytes zip = zip_file({{.name = "x.npy", .content = npy}});
+    files.push_back(write(dir, "s" + std::to_string(k) + ".npz", zip));
+    offsets.push_back(data_offset(zip, npy));
+    ASSERT_NE(offsets.back() % alignof(float), 0U);
+  }
+  const stoke::ArrayFileFormat format{
+      .info = [](const std::filesystem::path& p) { return stoke::NpzFile(p).load("x").info(); },
+      .load = [](const std::filesystem::path& p) { return stoke::load_npz(p, "x"); }};
+  const stoke::ShardedArrays<float> arrays(files, format, {.io_threads = 0});
+  ASSERT_EQ(arrays.size(), 7U);
+  const auto expect_rows = [](const stoke::ArrayRow<float>& got, std::size_t first,
+                              std::size_t count) {
+    ASSERT_EQ(got.values.size(), count * 3);
+    for (std::size_t j = 0; j < got.values.size(); ++j) {
+      EXPECT_EQ(got.values[j], static_cast<float>((first + j / 3) * 10 + j % 3) + 0.25F)
+          << "rows from " << first << ", value " << j;
+    }
+  };
+  for (std::size_t r = 0; r < arrays.size(); ++r) expect_rows(arrays.get(r), r, 1);
+  expect_rows(arrays.rows(1, 3), 1, 3);  // inside a shard
+  expect_rows(arrays.rows(2, 4), 2, 4);  // across the end of the first file
+  expect_rows(arrays.rows(4, 3), 4, 3);
+  // The shards are mapped, not copied: a write to the file shows in the rows read later.
+  overwrite(files[0], offsets[0] + (3 * 3 + 1) * sizeof(float), -1.5F);
+  overwrite(files[1], offsets[1] + 2 * sizeof(float), -2.5F);
+  EXPECT_EQ(arrays.get(3).values[1], -1.5F);
+  EXPECT_EQ(arrays.rows(3, 2).values[5], -2.5F);
+  EXPECT_EQ(arrays.cache_stats().loads, 2U) << "each shard read once";
+}
+
+TEST(NpzFile, TellsWhichArraysAreReadInPlace) {
+  const TempDir dir;
+  const auto path = write(dir, "a.npz",
+                          zip_file({{.name = "s.npy", .content = float_npy(3)},
+                                    {.name = "d.npy", .content = float_npy(5), .deflate = true}}));
+  const stoke::NpzFile npz(path);
+  EXPECT_EQ(npz.path(), path);
+  EXPECT_THAT(npz.arrays(), ElementsAre("s", "d"));
+  EXPECT_TRUE(npz.in_place("s"));
+  EXPECT_FALSE(npz.in_place("d"));
+  EXPECT_TRUE(npz.load("d").aligned()) << "inflated into memory";
+  stoke::testing::expect_numpy_array<float>(npz.load("d"), {5});
+  EXPECT_THAT(message_of<stoke::InputError>([&] { (void)npz.in_place("w"); }),
+              AllOf(HasSubstr("no array 'w'"), HasSubstr("its arrays: 's', 'd'")));
 }
 
 TEST(NpzFile, ReadsZip64Archives) {

@@ -10,14 +10,15 @@
 
 namespace stoke::fuzz {
 
-/// Reads every value of `shard` as its element type (`bool` as bytes: each must be 0 or 1 to
-/// be a `bool`, which the readers do not check); aborts when the sizes disagree.
+/// Reads every value of `shard` as its element type, wherever its bytes lie (`bool` as bytes: each
+/// must be 0 or 1 to be a `bool`, which the readers do not check); aborts when the sizes disagree.
 inline void read_every_value(const ArrayShard& shard) {
   const ArrayInfo& info = shard.info();
   if (shard.bytes().size() != info.rows() * info.row_bytes()) std::abort();
   const auto sum = [&]<class T>(T) {
     double total = 0;
-    for (const T value : shard.values<T>(0, shard.rows())) total += static_cast<double>(value);
+    const ArrayRow<T> all = shard.array_row<T>(0, shard.rows(), shard.owner());  // any alignment
+    for (const T value : all.values) total += static_cast<double>(value);
     return total;
   };
   volatile double total = 0;

@@ -5,13 +5,11 @@
 /// (its rows as a dataset).
 
 #include <cstddef>
-#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <span>
 #include <string>
 #include <utility>
-#include <vector>
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/check_index.hpp>
@@ -43,15 +41,6 @@ inline MappedNpy map_npy(const std::filesystem::path& path) {
   return {std::move(mapping), std::move(layout)};
 }
 
-/// A shard of `bytes`, in place when they are aligned for the dtype, else copied.
-inline ArrayShard npy_shard(std::filesystem::path path, ArrayInfo info,
-                            std::span<const std::byte> bytes, std::shared_ptr<const void> owner) {
-  if (reinterpret_cast<std::uintptr_t>(bytes.data()) % dtype_size(info.dtype) == 0) {
-    return {std::move(path), std::move(info), bytes, std::move(owner)};
-  }
-  return {std::move(path), std::move(info), std::vector<std::byte>(bytes.begin(), bytes.end())};
-}
-
 }  // namespace detail
 
 /// The element type and shape of the `.npy` file `path`, from its header (versions 1.0, 2.0
@@ -66,14 +55,14 @@ inline ArrayInfo read_npy_info(const std::filesystem::path& path) {
 }
 
 /// The array in the `.npy` file `path`, memory-mapped: the shard views the mapping without a
-/// copy (its owner keeps the mapping alive), unless the data is not aligned for its element
-/// type, which numpy never writes, and is then copied. Refuses what `read_npy_info` refuses.
+/// copy (its owner keeps the mapping alive), whatever the alignment of the data (numpy aligns
+/// it; see `ArrayShard::aligned`). Refuses what `read_npy_info` refuses.
 /// The file must keep its size while it is mapped (see `MmapRecordDataset`); `bool` data is
 /// not checked (each byte must be 0 or 1, as numpy writes it).
 inline ArrayShard load_npy(const std::filesystem::path& path) {
   detail::MappedNpy npy = detail::map_npy(path);
   const auto data = npy.mapping->bytes().subspan(npy.layout.data_offset, npy.layout.data_size);
-  return detail::npy_shard(path, std::move(npy.layout.info), data, std::move(npy.mapping));
+  return {path, std::move(npy.layout.info), data, std::move(npy.mapping)};
 }
 
 /// Rows `[first, first + count)` of the `.npy` file `path`, viewing the mapped file: only the
@@ -91,7 +80,7 @@ inline ArrayShard load_npy_rows(const std::filesystem::path& path, std::size_t f
   rows.shape.front() = count;
   const auto data = npy.mapping->bytes().subspan(npy.layout.data_offset + first * info.row_bytes(),
                                                  count * info.row_bytes());
-  return detail::npy_shard(path, std::move(rows), data, std::move(npy.mapping));
+  return {path, std::move(rows), data, std::move(npy.mapping)};
 }
 
 /// How `ShardedArrays` reads `.npy` files: the header at open, the whole file mapped when a
@@ -104,7 +93,8 @@ inline ArrayFileFormat npy_format() {
 }
 
 /// The rows of one `.npy` file (along its first axis) as a dataset of `ArrayRow<T>`, each
-/// viewing the mapped file without a copy. Copies share the mapping.
+/// viewing the mapped file without a copy (a copy of the row where the data is not aligned,
+/// which numpy never writes). Copies share the mapping.
 template <class T>
 class NpyDataset {
  public:

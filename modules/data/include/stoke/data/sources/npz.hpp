@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// numpy's `.npz` files (zip archives of `.npy` arrays, from `np.savez` and
-/// `np.savez_compressed`): `npz_members` (the array names) and `load_npz` (one array).
+/// `np.savez_compressed`): `NpzFile` (a mapped archive), `npz_members` (the array names) and
+/// `load_npz` (one array, stored members read in place whatever their alignment).
 
 #include <zlib.h>
 
@@ -70,8 +71,8 @@ inline void check_zip_crc(const ZipEntry& entry,
   }
 }
 
-/// A stored member: read in place when its data is aligned for its dtype, else copied (and
-/// then checked against its CRC-32, since every byte is read anyway).
+/// A stored member, read in place in the mapping whatever its alignment (its CRC-32 is not
+/// checked: its bytes are not read until its rows are).
 inline ArrayShard npz_stored(const MappedNpz& npz, const ZipEntry& entry, const ZipData& data,
                              const NpySource& source, std::filesystem::path shard_path) {
   if (entry.compressed_size != entry.uncompressed_size) {
@@ -82,13 +83,8 @@ inline ArrayShard npz_stored(const MappedNpz& npz, const ZipEntry& entry, const 
   }
   NpyLayout layout = parse_npy_layout(data.bytes, source);
   check_npy_data(layout, data.bytes.size(), source, "the member");
-  const auto payload = data.bytes.subspan(layout.data_offset, layout.data_size);
-  if (reinterpret_cast<std::uintptr_t>(payload.data()) % dtype_size(layout.info.dtype) == 0) {
-    return {std::move(shard_path), std::move(layout.info), payload, npz.mapping};
-  }
-  check_zip_crc(entry, {data.bytes}, source.name);
   return {std::move(shard_path), std::move(layout.info),
-          std::vector<std::byte>(payload.begin(), payload.end())};
+          data.bytes.subspan(layout.data_offset, layout.data_size), npz.mapping};
 }
 
 /// A deflated member, inflated only as far as its npy header declares (and one byte more, to
@@ -138,70 +134,107 @@ inline ArrayShard npz_deflated(const ZipEntry& entry, const ZipData& data, const
 
 }  // namespace detail
 
-/// The names of the arrays in the `.npz` file `path`: its members whose names end in ".npy",
-/// without it, in the order of its central directory (other members are left out). Throws
-/// `InputError` naming the file and the offset when it is missing, not a regular file, not a
-/// zip file, a multi-disk archive, or its central directory (zip64 included) is truncated or
-/// corrupt.
-inline std::vector<std::string> npz_members(const std::filesystem::path& path) {
-  std::vector<std::string> names;
-  for (const auto& entry : detail::map_npz(path).directory.entries) {
-    if (const auto name = detail::npz_array_name(entry.name); !name.empty()) {
-      names.emplace_back(name);
-    }
-  }
-  return names;
-}
+/// An `.npz` file, mapped once and its central directory read: the names of its arrays,
+/// whether each is read in place, and the arrays themselves, each an `ArrayShard`. Copies
+/// share the mapping. The file must keep its size while it is mapped (see `load_npy`).
+class NpzFile {
+ public:
+  /// Maps `path` and reads its central directory. Throws `InputError` naming the file and the
+  /// offset when it is missing, not a regular file, not a zip file, a multi-disk archive, or
+  /// its central directory (zip64 included) is truncated or corrupt.
+  explicit NpzFile(const std::filesystem::path& path) : path_(path), npz_(detail::map_npz(path)) {}
 
-/// The array `name` (the member `name.npy`, or `name` itself) of the `.npz` file `path`. A
-/// stored member (`np.savez`) is used in place, in a mapping of the file, when its data is
-/// aligned for its element type, and copied otherwise; a deflated one (`np.savez_compressed`)
-/// is inflated only as far as its npy header declares. The shard's path is `path / member`.
-/// Throws `InputError` naming the file, the member and the offset when the file is refused as
-/// by `npz_members`; there is no such member (listing the arrays there are); the member is
-/// encrypted, compressed by another method than deflate, truncated, or not a valid npy array
-/// (see `read_npy_info`); its sizes disagree with its central directory record; or its CRC-32
-/// does not match (checked where the member is inflated or copied: a stored member read in
-/// place is not read at all until its rows are).
-inline ArrayShard load_npz(const std::filesystem::path& path, const std::string& name) {
-  const detail::MappedNpz npz = detail::map_npz(path);
-  const auto& entries = npz.directory.entries;
-  auto found = std::find_if(entries.rbegin(), entries.rend(),
-                            [&](const auto& e) { return e.name == name + ".npy"; });
-  if (found == entries.rend()) {
-    found = std::find_if(entries.rbegin(), entries.rend(),
-                         [&](const auto& e) { return e.name == name; });
-  }
-  if (found == entries.rend()) {
-    std::string arrays;
-    for (const auto& entry : entries) {
-      if (const auto array = detail::npz_array_name(entry.name); !array.empty()) {
-        arrays += (arrays.empty() ? "'" : ", '") + std::string(array) + "'";
+  /// The file.
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+  /// The names of its arrays: its members whose names end in ".npy", without it, in the order
+  /// of its central directory (other members are left out).
+  [[nodiscard]] std::vector<std::string> arrays() const {
+    std::vector<std::string> names;
+    for (const auto& entry : npz_.directory.entries) {
+      if (const auto name = detail::npz_array_name(entry.name); !name.empty()) {
+        names.emplace_back(name);
       }
     }
-    throw InputError("stoke: npz file " + detail::quoted_path(path) + " has no array '" + name +
-                     "' (no member '" + name + ".npy' in its central directory at offset " +
-                     std::to_string(npz.directory.offset) +
-                     "); its arrays: " + (arrays.empty() ? "none" : arrays));
+    return names;
   }
-  const detail::ZipEntry& entry = *found;
-  const std::string label =
-      "npz file " + detail::quoted_path(path) + ", member '" + entry.name + "'";
-  const std::string record =
-      " (central directory record at offset " + std::to_string(entry.record_offset) + ")";
-  if ((entry.flags & 1U) != 0) {
-    detail::zip_fail(label, "encrypted" + record + "; stoke reads unencrypted members");
+
+  /// Whether `load(name)` reads the array in place, viewing the mapped file: true for a stored
+  /// member (`np.savez`), whatever the alignment of its data; false for a deflated one
+  /// (`np.savez_compressed`), which `load` inflates into memory. Throws `InputError` as `load`
+  /// does when there is no such member.
+  [[nodiscard]] bool in_place(const std::string& name) const { return entry(name).method == 0; }
+
+  /// The array `name` (the member `name.npy`, or `name` itself). A stored member
+  /// (`np.savez`) is viewed in place in the mapping, whatever its alignment: zip archives
+  /// seldom align a member's data for its element type, so read its rows through the
+  /// alignment-safe accessors of `ArrayShard` (`values` needs `aligned()`). A deflated one
+  /// (`np.savez_compressed`) is inflated only as far as its npy header declares. The shard's
+  /// path is `path() / member`. Throws `InputError` naming the file, the member and the offset
+  /// when there is no such member (listing the arrays there are); the member is encrypted,
+  /// compressed by another method than deflate, truncated, or not a valid npy array (see
+  /// `read_npy_info`); its sizes disagree with its central directory record; or its CRC-32
+  /// does not match (checked where the member is inflated: a stored member read in place is
+  /// not read at all until its rows are).
+  [[nodiscard]] ArrayShard load(const std::string& name) const {
+    const detail::ZipEntry& found = entry(name);
+    const std::string label =
+        "npz file " + detail::quoted_path(path_) + ", member '" + found.name + "'";
+    const std::string record =
+        " (central directory record at offset " + std::to_string(found.record_offset) + ")";
+    if ((found.flags & 1U) != 0) {
+      detail::zip_fail(label, "encrypted" + record + "; stoke reads unencrypted members");
+    }
+    if (found.method != 0 && found.method != Z_DEFLATED) {
+      detail::zip_fail(label, "compression method " + std::to_string(found.method) + record +
+                                  "; stoke reads stored (0) and deflate (8) members");
+    }
+    const detail::ZipData data =
+        detail::zip_member_data(npz_.mapping->bytes(), npz_.directory.offset, found, label);
+    const detail::NpySource source{label + " (data at offset " + std::to_string(data.offset) + ")",
+                                   " of the member"};
+    if (found.method == 0) {
+      return detail::npz_stored(npz_, found, data, source, path_ / found.name);
+    }
+    return detail::npz_deflated(found, data, source, path_ / found.name);
   }
-  if (entry.method != 0 && entry.method != Z_DEFLATED) {
-    detail::zip_fail(label, "compression method " + std::to_string(entry.method) + record +
-                                "; stoke reads stored (0) and deflate (8) members");
+
+ private:
+  /// The member `name.npy`, else `name`, the last of that name in the directory.
+  [[nodiscard]] const detail::ZipEntry& entry(const std::string& name) const {
+    const auto& entries = npz_.directory.entries;
+    auto found = std::find_if(entries.rbegin(), entries.rend(),
+                              [&](const auto& e) { return e.name == name + ".npy"; });
+    if (found == entries.rend()) {
+      found = std::find_if(entries.rbegin(), entries.rend(),
+                           [&](const auto& e) { return e.name == name; });
+    }
+    if (found == entries.rend()) {
+      std::string listed;
+      for (const auto& array : arrays()) listed += (listed.empty() ? "'" : ", '") + array + "'";
+      throw InputError("stoke: npz file " + detail::quoted_path(path_) + " has no array '" + name +
+                       "' (no member '" + name + ".npy' in its central directory at offset " +
+                       std::to_string(npz_.directory.offset) +
+                       "); its arrays: " + (listed.empty() ? "none" : listed));
+    }
+    return *found;
   }
-  const detail::ZipData data =
-      detail::zip_member_data(npz.mapping->bytes(), npz.directory.offset, entry, label);
-  const detail::NpySource source{label + " (data at offset " + std::to_string(data.offset) + ")",
-                                 " of the member"};
-  if (entry.method == 0) return detail::npz_stored(npz, entry, data, source, path / entry.name);
-  return detail::npz_deflated(entry, data, source, path / entry.name);
+
+  std::filesystem::path path_;
+  detail::MappedNpz npz_;
+};
+
+/// The names of the arrays in the `.npz` file `path` (see `NpzFile::arrays`); throws what
+/// `NpzFile`'s constructor throws.
+inline std::vector<std::string> npz_members(const std::filesystem::path& path) {
+  return NpzFile(path).arrays();
+}
+
+/// The array `name` of the `.npz` file `path` (see `NpzFile::load`): a stored member is read
+/// in place in a mapping of the file whatever its alignment, a deflated one inflated. Throws
+/// what `NpzFile`'s constructor and `NpzFile::load` throw.
+inline ArrayShard load_npz(const std::filesystem::path& path, const std::string& name) {
+  return NpzFile(path).load(name);
 }
 
 }  // namespace stoke

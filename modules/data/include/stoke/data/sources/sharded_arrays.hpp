@@ -68,7 +68,9 @@ inline std::vector<std::filesystem::path> files_matching(const std::filesystem::
 /// - A `ShardedDataset`: `shard_begins()` says where each file begins, so `shuffle_shards`
 ///   keeps consecutive batches in one file.
 /// - Rows are views into the cached shard, kept alive by the row: no copy, and a shard evicted
-///   while a batch still uses it is freed when the batch lets go.
+///   while a batch still uses it is freed when the batch lets go. A shard that is not aligned
+///   for `T` (a stored `.npz` member, read in place where the archive put it) gives a copy of
+///   each row instead (see `ArrayShard::array_row`); the shard itself stays in place.
 /// - At most `cache.resident` shards (and `cache.max_bytes`) are resident per process, shared
 ///   by every copy of the dataset (every worker thread and local device); besides them, the
 ///   heads of as many shards that windows ran over into (see `rows`).
@@ -123,18 +125,19 @@ class ShardedArrays {
     stoke::check_index(index, size(), "ShardedArrays");
     const auto [k, row] = locate(index);
     const std::shared_ptr<const ArrayShard> shard = shared_->cache->acquire(k);
-    return {shard->template values<T>(row), shard};
+    return shard->template array_row<T>(row, 1, shard);
   }
 
-  /// Rows `[first, first + count)`: a view when they lie in one shard, else a copy of the rows
-  /// of every shard they span (a window across the end of a file). The shard of the first row
-  /// comes through the cache; rows that run over into a later shard come from it if it is
-  /// resident, else from a read of just the head of that shard (`ArrayFileFormat::read_rows`),
-  /// so that a rank does not read a whole shard another rank owns for the head of a window.
-  /// The heads read are kept, for as many shards as the cache keeps resident: the first read
-  /// of a shard's head reads the rows asked for; a later one that needs more reads the
-  /// `count - 1` rows that any window of `count` rows can need from it, so that the windows
-  /// running over one file's end read the next file's head at most twice, not once each.
+  /// Rows `[first, first + count)`: a view when they lie in one shard (as `get`: a copy where
+  /// that shard is not aligned), else a copy of the rows of every shard they span (a window
+  /// across the end of a file). The shard of the first row comes through the cache; rows that run
+  /// over into a later shard come from it if it is resident, else from a read of just the head of
+  /// that shard (`ArrayFileFormat::read_rows`), so that a rank does not read a whole shard another
+  /// rank owns for the head of a window. The heads read are kept, for as many shards as the cache
+  /// keeps resident: the first read of a shard's head reads the rows asked for; a later one that
+  /// needs more reads the `count - 1` rows that any window of `count` rows can need from it, so
+  /// that the windows running over one file's end read the next file's head at most twice, not once
+  /// each.
   [[nodiscard]] ArrayRow<T> rows(std::size_t first, std::size_t count) const {
     if (first > size() || count > size() - first || count == 0) {
       throw UsageError("stoke: ShardedArrays rows [" + std::to_string(first) + ", " +
@@ -143,10 +146,10 @@ class ShardedArrays {
     auto [k, row] = locate(first);
     if (row + count <= shared_->rows[k]) {
       const std::shared_ptr<const ArrayShard> shard = shared_->cache->acquire(k);
-      return {shard->template values<T>(row, count), shard};
+      return shard->template array_row<T>(row, count, shard);
     }
-    auto copy = std::make_shared<std::vector<T>>();
-    copy->reserve(count * shared_->info.row_elements());
+    const std::size_t per_row = shared_->info.row_elements();
+    std::shared_ptr<T[]> copy(new T[count * per_row]);
     for (std::size_t left = count; left > 0; ++k, row = 0) {
       const std::size_t take = std::min(left, shared_->rows[k] - row);
       std::shared_ptr<const ArrayShard> shard =
@@ -157,11 +160,11 @@ class ShardedArrays {
       } else if (!shard) {
         shard = shared_->cache->acquire(k);
       }
-      const std::span<const T> values = shard->template values<T>(from, take);
-      copy->insert(copy->end(), values.begin(), values.end());
+      shard->template copy_values<T>(from, take,
+                                     {copy.get() + (count - left) * per_row, take * per_row});
       left -= take;
     }
-    return {std::span<const T>(*copy), copy};
+    return {std::span<const T>(copy.get(), count * per_row), std::move(copy)};
   }
 
   /// Rows read outside the cache (the heads of windows that ran over into a shard that was not
