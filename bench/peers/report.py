@@ -442,6 +442,12 @@ def write_markdown(fig, rows, memory, args, best_rows, configs, skipped):
                        f"{fmt(fig, f'first_batch_s/{peer}/{config}/new_small', 1e3, 3)} |")
         for peer, reason in skipped.items():
             out.append(f"| {peer} | skipped: {reason.replace('|', '/')} | - | - | - | - |")
+    # The section "From Python" (scripts/python-bench's last run), kept across this rewrite.
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python"))
+    from results_section import SOURCE, section
+    python_section = section(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                          SOURCE))
+    out += ["", python_section] if python_section else []
     out += [
         "",
         "![image throughput against workers](loader-throughput.png)",
