@@ -256,6 +256,15 @@ class PyEpoch {
   bool started_ = false;
 };
 
+/// The pool every loader of this process takes its batch buffers from, as C++ loaders that
+/// share a pool do: a new loader's first batch then lands in memory an earlier loader already
+/// touched (no page faults), and buffers outlive the loader that filled them either way. It
+/// holds at most `BufferPool`'s capacity of free buffers; the rest are freed.
+inline stoke::cpu::BufferPool batch_pool() {
+  static const stoke::cpu::BufferPool pool{};
+  return pool;
+}
+
 /// A loader over a table; copies made by `split` and `share` are loaders of their own.
 class PyLoader {
  public:
@@ -297,7 +306,7 @@ class PyLoader {
     if (shuffle_shards && !shared->shard_mismatch().empty()) {
       throw stoke::UsageError(shared->shard_mismatch() + ": shuffle_shards needs one sharding");
     }
-    RowBatcher batcher{shared};
+    RowBatcher batcher{shared, batch_pool()};
     stoke::DataLoaderBuilder<stoke::cpu::Backend, RowBatcher> builder(std::move(batcher));
     builder.batch_size(batch_size)
         .num_workers(num_workers)
@@ -458,6 +467,9 @@ NB_MODULE(_native, m) {
           },
           nb::arg("name"), nb::arg("path"), nb::arg("code"), nb::arg("bits"), nb::arg("shape"),
           nb::arg("read"));
+  m.def(
+      "batch_buffers_allocated", [] { return batch_pool().allocations(); },
+      "Batch buffers the loaders' shared pool has allocated so far (not recycled).");
   nb::class_<ScaledColumn, Column>(m, "ScaledColumn")
       .def(nb::init<std::string, std::shared_ptr<Column>, float, float>(), nb::arg("name"),
            nb::arg("source"), nb::arg("scale"), nb::arg("offset"));
