@@ -32,6 +32,8 @@
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
+#include <stoke/cuda/fence.hpp>
+#include <stoke/cuda/nccl_watchdog.hpp>
 #include <stoke/cuda/runtime.hpp>
 #include <stoke/dist/process_group.hpp>
 
@@ -78,9 +80,13 @@ class NcclComm {
 /// Sums (and all-gathers) float buffers in device memory across CUDA devices with NCCL, one
 /// participant thread per device. Models `stoke::Collective`: participant `k` passes a span of
 /// device memory on `devices[k]` (such as `Buffer::floats()`) or a `Buffer` there; the
-/// collective runs on `k`'s own stream and the call returns once the result is in place.
-/// `abort()` aborts the communicators, which wakes every participant waiting for a peer that
-/// will never come.
+/// collective runs on `k`'s own stream. On a span the call returns once the result is in
+/// place; on a `Buffer` it returns at once, the buffer marked written by the collective (an
+/// event later work waits on with `cudaStreamWaitEvent`, as the optimizer does): no host wait.
+/// A thread of its own (`detail::NcclWatchdog`) watches the collectives in flight for the
+/// communicators' asynchronous errors and `timeout()`, aborts on a failure, and the failure is
+/// thrown by every participant's next call. `abort()` aborts the communicators, which wakes
+/// every participant waiting for a peer that will never come.
 class NcclCollective {
  public:
   /// A clique over the local `devices` (`ncclCommInitAll`); devices must be on distinct GPUs
@@ -131,9 +137,10 @@ class NcclCollective {
     run(participant, "all_reduce",
         [&](ncclComm_t comm, cudaStream_t stream) { reduce(comm, values, stream); });
   }
-  /// `all_reduce_sum` over a device buffer of floats, after the work queued on it.
+  /// `all_reduce_sum` over a device buffer of floats, after the work queued on it: queued,
+  /// the buffer marked written by it, without waiting.
   void all_reduce_sum(std::size_t participant, Buffer& values) {
-    run(participant, "all_reduce", [&](ncclComm_t comm, cudaStream_t stream) {
+    run_fenced(participant, "all_reduce", values, [&](ncclComm_t comm, cudaStream_t stream) {
       reduce(comm, floats_after_uses(participant, values, stream), stream);
     });
   }
@@ -148,9 +155,10 @@ class NcclCollective {
     run(participant, "all_gather",
         [&](ncclComm_t comm, cudaStream_t stream) { gather(comm, participant, values, stream); });
   }
-  /// `all_gather` over a device buffer of floats, after the work queued on it.
+  /// `all_gather` over a device buffer of floats, after the work queued on it: queued, the
+  /// buffer marked written by it, without waiting.
   void all_gather(std::size_t participant, Buffer& values) {
-    run(participant, "all_gather", [&](ncclComm_t comm, cudaStream_t stream) {
+    run_fenced(participant, "all_gather", values, [&](ncclComm_t comm, cudaStream_t stream) {
       gather(comm, participant, floats_after_uses(participant, values, stream), stream);
     });
   }
@@ -173,6 +181,53 @@ class NcclCollective {
  private:
   void make_streams() {
     for (const Device& device : devices_) streams_.emplace_back(device);
+    watchdog_ = std::make_unique<detail::NcclWatchdog>(
+        [this](std::size_t participant) {
+          const std::shared_lock lock(comms_mutex_);
+          throw_if_aborted();
+          throw_async_error(participant);
+        },
+        [this] { abort(); });
+  }
+
+  /// Queues `enqueue(comm, stream)` (participant `participant`'s NCCL calls of `what` on
+  /// `values`) on its stream under the communicators' shared lock, marks `values` written by
+  /// it and hands its fence to the watchdog; returns without waiting. Throws the watchdog's
+  /// failure, if it saw one. Any failure aborts the collective.
+  template <class Enqueue>
+  void run_fenced(std::size_t participant, const char* what, Buffer& values, Enqueue&& enqueue) {
+    if (participant >= devices_.size()) {
+      abort();
+      throw not_a_participant(participant);
+    }
+    const DeviceGuard guard(devices_[participant]);
+    const cudaStream_t stream = streams_[participant].handle();
+    try {
+      watchdog_->rethrow_failure();
+      Fence done;
+      {
+        const std::shared_lock lock(comms_mutex_);
+        throw_if_aborted();
+        enqueue(comms_[participant].get(), stream);
+        done = Fence(devices_[participant], stream);
+      }
+      values.mark_written(done);
+      watchdog_->watch(participant,
+                       std::string(what) + " (" + device_name(devices_[participant]) + ")", done,
+                       std::chrono::steady_clock::now() + timeout_);
+    } catch (...) {
+      abort();
+      throw;
+    }
+  }
+
+  /// Throws if participant's communicator reports an asynchronous error (a peer that failed).
+  void throw_async_error(std::size_t participant) const {
+    ncclResult_t async = ncclSuccess;
+    STOKE_NCCL_CHECK(ncclCommGetAsyncError(comms_[participant].get(), &async));
+    if (async != ncclSuccess && async != ncclInProgress) {
+      check(async, "the communicator (ncclCommGetAsyncError)");
+    }
   }
 
   /// Queues the in-place sum of `values` on `stream`.
@@ -285,11 +340,7 @@ class NcclCollective {
   bool finished(std::size_t participant, cudaStream_t stream) {
     const std::shared_lock lock(comms_mutex_);
     throw_if_aborted();
-    ncclResult_t async = ncclSuccess;
-    STOKE_NCCL_CHECK(ncclCommGetAsyncError(comms_[participant].get(), &async));
-    if (async != ncclSuccess && async != ncclInProgress) {
-      check(async, "the communicator (ncclCommGetAsyncError)");
-    }
+    throw_async_error(participant);
     const cudaError_t status = cudaStreamQuery(stream);
     if (status == cudaErrorNotReady) return false;
     STOKE_CUDA_CHECK(status);
@@ -302,6 +353,7 @@ class NcclCollective {
   std::atomic<bool> aborted_ = false;
   std::shared_mutex comms_mutex_;  ///< shared by participants' NCCL calls, unique for abort
   std::chrono::milliseconds timeout_ = std::chrono::minutes(5);
+  std::unique_ptr<detail::NcclWatchdog> watchdog_;  ///< last: stopped before the rest goes
 };
 
 /// Communicators for this rank's `devices` in a clique over every device of every rank of

@@ -21,6 +21,7 @@
 #include <stoke/vulkan/device.hpp>
 #include <stoke/vulkan/error.hpp>
 #include <stoke/vulkan/fence.hpp>
+#include <stoke/vulkan/held_submissions.hpp>
 #include <stoke/vulkan/logical_device.hpp>
 #include <stoke/vulkan/retired_buffers.hpp>
 #include <stoke/vulkan/semaphore.hpp>
@@ -28,7 +29,8 @@
 namespace stoke::vulkan {
 
 /// The Vulkan state of one stoke device. Every submission to its queue signals the next
-/// value of its timeline semaphore, so the fence of a submission is (timeline, value).
+/// value of its timeline semaphore, so the fence of a submission is (timeline, value); one
+/// behind a gate the host has not opened is held (with those after it) until `open_gate`.
 /// Thread-safe: submissions from several threads are serialised.
 class Context {
  public:
@@ -41,7 +43,9 @@ class Context {
         logical_(std::move(logical)),
         timeline_(std::make_shared<const TimelineSemaphore>(logical_)),
         pool_(logical_->handle(), logical_->physical().queue_family),
-        retired_(logical_->handle(), kept_buffers) {}
+        retired_(logical_->handle(), kept_buffers) {
+    timeline_->queued(0);  // a queue's timeline: host waits wait for the submission first
+  }
   Context(const Context&) = delete;
   Context& operator=(const Context&) = delete;
   /// Waits for all submitted work, then frees its buffers.
@@ -78,12 +82,15 @@ class Context {
   void wait_idle() const { last_submitted().wait(); }
 
   /// Records commands with `record(VkCommandBuffer)` and submits them to the queue, to start
-  /// after every fence in `waits` (fences of this device); returns the fence of their
-  /// completion. Recording happens under the context's lock.
+  /// after every fence in `waits` (fences of this device: its queue's, or a gate the host
+  /// signals through `open_gate`); returns the fence of their completion without waiting.
+  /// Commands that wait on a gate not yet open are held, with every later submission, until
+  /// the host opens it (`open_gate`, or the gate's `TimelineSemaphore::signal`), so the queue
+  /// never waits on a signal no one has made yet.
+  /// Recording happens under the context's lock.
   template <class Record>
   Fence submit(Record&& record, std::span<const Fence> waits = {}) {
-    std::vector<VkSemaphore> semaphores;
-    std::vector<std::uint64_t> values;
+    detail::HeldSubmission submission;
     for (const Fence& wait : waits) {
       if (!wait.semaphore() || wait.value() == 0) continue;  // value 0: signalled at start
       if (&wait.semaphore()->device() != logical_.get()) {
@@ -91,56 +98,57 @@ class Context {
                          " cannot wait on a fence of another device");
       }
       const VkSemaphore semaphore = wait.semaphore()->handle();
+      auto& semaphores = submission.semaphores;
       const auto it = std::find(semaphores.begin(), semaphores.end(), semaphore);
       if (it == semaphores.end()) {
         semaphores.push_back(semaphore);
-        values.push_back(wait.value());
+        submission.values.push_back(wait.value());
       } else {
-        auto& value = values[static_cast<std::size_t>(it - semaphores.begin())];
+        auto& value = submission.values[static_cast<std::size_t>(it - semaphores.begin())];
         value = std::max(value, wait.value());
       }
+      if (wait.semaphore() != timeline_)
+        submission.gates.emplace_back(wait.semaphore(), wait.value());
     }
-    const std::vector<VkPipelineStageFlags> stages(semaphores.size(),
-                                                   VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
 
     std::lock_guard lock(mutex_);
+    release_held();
     const std::uint64_t completed = timeline_->value();
     retired_.collect(completed);
     const VkCommandBuffer commands = pool_.acquire(completed);
-    const std::uint64_t signal = submitted_ + 1;
-    const VkSemaphore timeline = timeline_->handle();
+    submission.commands = commands;
+    submission.signal = submitted_ + 1;
     try {
       const VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO, nullptr,
                                            VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT, nullptr};
       STOKE_VK_CHECK(vkBeginCommandBuffer(commands, &begin));
       record(commands);
       STOKE_VK_CHECK(vkEndCommandBuffer(commands));
-      const VkTimelineSemaphoreSubmitInfo timeline_info{
-          VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
-          nullptr,
-          static_cast<std::uint32_t>(values.size()),
-          values.data(),
-          1,
-          &signal};
-      const VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO,
-                              &timeline_info,
-                              static_cast<std::uint32_t>(semaphores.size()),
-                              semaphores.data(),
-                              stages.data(),
-                              1,
-                              &commands,
-                              1,
-                              &timeline};
-      STOKE_VK_CHECK(vkQueueSubmit(logical_->queue(), 1, &info, VK_NULL_HANDLE));
+      if (held_.empty() && submission.ready()) {
+        queue_submit(submission);
+      } else {
+        for (const auto& [gate, value] : submission.gates) {
+          gate->on_signal(value, [this] {
+            std::lock_guard relock(mutex_);
+            release_held();
+          });
+        }
+        held_.hold(submission);
+        release_held();  // a gate opened before its listener was registered
+      }
     } catch (...) {
       vkResetCommandBuffer(commands, 0);
       pool_.release(commands, 0);
       throw;
     }
-    submitted_ = signal;
-    pool_.release(commands, signal);
-    return fence(signal);
+    submitted_ = submission.signal;
+    pool_.release(commands, submission.signal);
+    return fence(submission.signal);
   }
+
+  /// Raises the host-signalled `gate` (a semaphore of this device) to `value`; the held
+  /// commands whose gates are now open go to the queue (as after any `signal` of a gate).
+  void open_gate(const TimelineSemaphore& gate, std::uint64_t value) { gate.signal(value); }
 
   /// Takes a dropped buffer: destroyed once the timeline reaches `last_use` (at once if it
   /// has), or, when `reusable_bytes` is its size, possibly kept for the next buffer of that
@@ -170,13 +178,52 @@ class Context {
   }
 
  private:
+  /// Submits `submission` to the queue (the context's lock held).
+  void queue_submit(const detail::HeldSubmission& submission) {
+    const std::vector<VkPipelineStageFlags> stages(submission.semaphores.size(),
+                                                   VK_PIPELINE_STAGE_ALL_COMMANDS_BIT);
+    const VkSemaphore timeline = timeline_->handle();
+    const VkTimelineSemaphoreSubmitInfo timeline_info{
+        VK_STRUCTURE_TYPE_TIMELINE_SEMAPHORE_SUBMIT_INFO,
+        nullptr,
+        static_cast<std::uint32_t>(submission.values.size()),
+        submission.values.data(),
+        1,
+        &submission.signal};
+    const VkSubmitInfo info{VK_STRUCTURE_TYPE_SUBMIT_INFO,
+                            &timeline_info,
+                            static_cast<std::uint32_t>(submission.semaphores.size()),
+                            submission.semaphores.data(),
+                            stages.data(),
+                            1,
+                            &submission.commands,
+                            1,
+                            &timeline};
+    STOKE_VK_CHECK(vkQueueSubmit(logical_->queue(), 1, &info, VK_NULL_HANDLE));
+    timeline_->queued(submission.signal);
+  }
+
+  /// Submits the held commands whose gates are open, in order (the context's lock held). One
+  /// the queue refuses has its value signalled from the host, so nothing waits for it forever.
+  void release_held() {
+    held_.release_ready([this](const detail::HeldSubmission& submission) {
+      try {
+        queue_submit(submission);
+      } catch (...) {
+        timeline_->signal(submission.signal);
+        timeline_->queued(submission.signal);
+      }
+    });
+  }
+
   Device device_;
   std::shared_ptr<const detail::LogicalDevice> logical_;
   std::shared_ptr<const TimelineSemaphore> timeline_;
   mutable std::mutex mutex_;  ///< guards the queue, the pool and `submitted_`
   CommandPool pool_;
   std::uint64_t submitted_ = 0;
-  RetiredBuffers retired_;  ///< destroyed (freeing its buffers) after the wait in ~Context
+  detail::HeldSubmissions held_;  ///< commands behind a gate not yet open, in queue order
+  RetiredBuffers retired_;        ///< destroyed (freeing its buffers) after the wait in ~Context
 };
 
 }  // namespace stoke::vulkan

@@ -24,6 +24,7 @@
 #include <stoke/vulkan/context.hpp>
 #include <stoke/vulkan/device.hpp>
 #include <stoke/vulkan/fence.hpp>
+#include <stoke/vulkan/staged_copies.hpp>
 
 namespace stoke::vulkan {
 
@@ -126,26 +127,7 @@ class Stager {
     const std::size_t size = buffer.size();
     auto slot = slots_.claim(size);
     Buffer& staging = slot.memory();
-    const Fence written = buffer.written();
-    const Fence fence = context_->submit(
-        [&](VkCommandBuffer commands) {
-          if (size == 0) return;
-          const VkBufferCopy region{0, 0, size};
-          vkCmdCopyBuffer(commands, buffer.handle(), staging.handle(), 1, &region);
-          const VkBufferMemoryBarrier barrier{VK_STRUCTURE_TYPE_BUFFER_MEMORY_BARRIER,
-                                              nullptr,
-                                              VK_ACCESS_TRANSFER_WRITE_BIT,
-                                              VK_ACCESS_HOST_READ_BIT,
-                                              VK_QUEUE_FAMILY_IGNORED,
-                                              VK_QUEUE_FAMILY_IGNORED,
-                                              staging.handle(),
-                                              0,
-                                              VK_WHOLE_SIZE};
-          vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_TRANSFER_BIT, VK_PIPELINE_STAGE_HOST_BIT,
-                               0, 0, nullptr, 1, &barrier, 0, nullptr);
-        },
-        std::span(&written, 1));
-    staging.mark_used(fence);
+    const Fence fence = detail::submit_copy_to_host(*context_, buffer, staging, size);
     slot.busy_until(fence);
     fence.wait();
     std::vector<std::byte> out(size);

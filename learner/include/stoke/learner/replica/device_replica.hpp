@@ -84,10 +84,12 @@ class DeviceReplica {
     model_.train_step(batch, reduced_);
   }
 
-  /// Sums the reduced tensor over the devices and enqueues the optimizer step of this
-  /// replica's shard at `learning_rate` (then all-gathers the parameters when sharded).
+  /// Sums the reduced tensor over the devices (with one device there is no collective) and
+  /// enqueues the optimizer step of this replica's shard at `learning_rate` (then all-gathers
+  /// the parameters when sharded). Nothing here waits on the host: the collective marks the
+  /// reduced tensor written by its completion, a fence the optimizer's work is ordered after.
   void reduce_and_step(float learning_rate) {
-    collective_->all_reduce_sum(d_, reduced_);
+    if (sharded()) collective_->all_reduce_sum(d_, reduced_);  // one device: nothing to sum
     ++steps_taken_;
     has_state_ = true;
     Traits::template step<B>(
