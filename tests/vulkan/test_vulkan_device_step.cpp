@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <latch>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -88,10 +89,12 @@ std::uint64_t waits_in_steps(const Optim& optimizer, std::size_t devices_wanted,
   std::vector<std::uint64_t> waits(devices.size());
   downloads.assign(devices.size(), 0);
   std::vector<std::thread> threads;
+  std::latch made(static_cast<std::ptrdiff_t>(devices.size()));  // as Learner::fit does
   for (std::size_t d = 0; d < devices.size(); ++d) {
     threads.emplace_back([&, d] {
       stoke::detail::DeviceReplica<vk::Backend, ClassifierOn<vk::Backend>, Optim> replica(
           model, optimizer, d, devices, *collective);
+      made.arrive_and_wait();  // every replica forked from the model before any step
       auto part = parts[d];
       std::vector<stoke::Batch<vk::ImageBatch>> batches;
       for (auto& batch : part.iter()) batches.push_back(std::move(batch));

@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <exception>
 #include <filesystem>
+#include <latch>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -150,13 +151,23 @@ class Learner {
     run.train = split(train, devices_);
     run.valid = split(valid, devices_);
 
-    // Each device thread makes its replica (binding its device) and trains it.
+    // Each device thread makes its replica (binding its device) and trains it, once every
+    // replica is made: making one reads the model where it lives (`fork`), and a device whose
+    // step already began may hold that read behind its collective, which waits for the device
+    // still making its replica.
     std::vector<std::optional<R>> replicas(devices_.size());
     std::vector<std::thread> threads;
+    std::latch made(static_cast<std::ptrdiff_t>(devices_.size()));
     for (std::size_t d = 0; d < devices_.size(); ++d) {
       threads.emplace_back([&, d] {
         try {
-          replicas[d].emplace(model_, optimizer_, d, devices_, *run.collective);
+          try {
+            replicas[d].emplace(model_, optimizer_, d, devices_, *run.collective);
+          } catch (...) {
+            made.count_down();
+            throw;
+          }
+          made.arrive_and_wait();
           train_on_device(run, *replicas[d], d);
         } catch (...) {
           {
