@@ -240,10 +240,12 @@ def test_a_shard_of_another_dtype_or_shape_is_named(npy_shards):
 @pytest.mark.parametrize("num_workers", [0, 2])
 def test_a_shard_truncated_after_opening_raises_naming_it(npy_shards, num_workers):
     directory, sizes = npy_shards
-    column = sl.shards(directory)
-    loader = sl.Loader({"x": column}, batch_size=4, num_workers=num_workers)
+    column = sl.shards(directory)  # opens and checks every file
     path = directory / "part-2.npy"
-    os.truncate(path, os.path.getsize(path) - 8)  # shard 2 (rows 12..20) lost its last row
+    # Shard 2 (rows 12..20) loses its last row before the loader exists: its read-ahead may
+    # begin as soon as it is made, and must not race the truncation.
+    os.truncate(path, os.path.getsize(path) - 8)
+    loader = sl.Loader({"x": column}, batch_size=4, num_workers=num_workers)
     with pytest.raises(sl.DataError) as raised:
         for _ in loader:
             pass
