@@ -66,6 +66,20 @@ def main():
     n = (len(xg) // args.batch_size) * args.batch_size
     steps = n // args.batch_size
 
+    def timed_epochs(idiom, model, run_epoch):
+        """Runs `run_epoch` args.epochs times, each timed alone (synchronised before and after),
+        printing its rate and the test accuracy; keeps the median rate in results[idiom]."""
+        rates = []
+        for epoch in range(args.epochs):
+            torch.cuda.synchronize()
+            start = time.perf_counter()
+            run_epoch()
+            torch.cuda.synchronize()
+            rates.append(n / (time.perf_counter() - start))
+            print(f"pytorch_{idiom}: epoch {epoch + 1}: {rates[-1]:.0f} samples/s, "
+                  f"test accuracy {evaluate(model):.4f}", flush=True)
+        results[idiom] = statistics.median(rates)
+
     # Graph: the resident idiom with the whole step captured as one CUDA graph (PyTorch's
     # whole-network capture recipe: warm-up on a side stream, then capture, then replay).
     model, optimizer = fresh_model()
@@ -91,53 +105,38 @@ def main():
     optimizer.zero_grad(set_to_none=True)  # the captured backward writes fresh gradients
     with torch.cuda.graph(graph):
         graph_step()
-    rates = []
-    for epoch in range(args.epochs):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
+
+    def graph_epoch():
         order.copy_(torch.randperm(len(xg), device=device))
         step.zero_()
         for _ in range(steps):
             graph.replay()
-        torch.cuda.synchronize()
-        rates.append(n / (time.perf_counter() - start))
-        print(f"pytorch_graph: epoch {epoch + 1}: {rates[-1]:.0f} samples/s, "
-              f"test accuracy {evaluate(model):.4f}", flush=True)
-    results["graph"] = statistics.median(rates)
+
+    timed_epochs("graph", model, graph_epoch)
 
     # Resident: the dataset lives on the GPU.
     model, optimizer = fresh_model()
-    rates = []
-    for epoch in range(args.epochs):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
-        order = torch.randperm(len(xg), device=device)
+
+    def resident_epoch():
+        permutation = torch.randperm(len(xg), device=device)
         for k in range(0, n, args.batch_size):
-            idx = order[k:k + args.batch_size]
+            idx = permutation[k:k + args.batch_size]
             train_step(model, optimizer, xg[idx], yg[idx])
-        torch.cuda.synchronize()
-        rates.append(n / (time.perf_counter() - start))
-        print(f"pytorch_resident: epoch {epoch + 1}: {rates[-1]:.0f} samples/s, "
-              f"test accuracy {evaluate(model):.4f}", flush=True)
-    results["resident"] = statistics.median(rates)
+
+    timed_epochs("resident", model, resident_epoch)
 
     # DataLoader: host tensors, worker processes, pinned memory.
     model, optimizer = fresh_model()
     loader = torch.utils.data.DataLoader(
         torch.utils.data.TensorDataset(x_train, y_train), batch_size=args.batch_size,
         shuffle=True, drop_last=True, num_workers=2, pin_memory=True, persistent_workers=True)
-    rates = []
-    for epoch in range(args.epochs):
-        torch.cuda.synchronize()
-        start = time.perf_counter()
+
+    def dataloader_epoch():
         for xb, yb in loader:
             train_step(model, optimizer, xb.to(device, non_blocking=True),
                        yb.to(device, non_blocking=True))
-        torch.cuda.synchronize()
-        rates.append(n / (time.perf_counter() - start))
-        print(f"pytorch_dataloader: epoch {epoch + 1}: {rates[-1]:.0f} samples/s, "
-              f"test accuracy {evaluate(model):.4f}", flush=True)
-    results["dataloader"] = statistics.median(rates)
+
+    timed_epochs("dataloader", model, dataloader_epoch)
     best = max(results, key=results.get)
     print(f"pytorch_best_idiom: {best}")
     print(f"pytorch_best_samples_per_s: {results[best]:.0f}")

@@ -250,6 +250,16 @@ TEST(NpzFile, ShardedArraysReadUnalignedMembersInPlace) {
   overwrite(files[1], offsets[1] + 2 * sizeof(float), -2.5F);
   EXPECT_EQ(arrays.get(3).values[1], -1.5F);
   EXPECT_EQ(arrays.rows(3, 2).values[5], -2.5F);
+  // copy_row: a row's bytes straight into the reader's buffer, at any alignment.
+  std::vector<float> row(3);
+  arrays.copy_row(3, std::as_writable_bytes(std::span(row)));
+  EXPECT_THAT(row, ElementsAre(30.25F, -1.5F, 32.25F));
+  arrays.copy_row(6, std::as_writable_bytes(std::span(row)));
+  EXPECT_THAT(row, ElementsAre(60.25F, 61.25F, 62.25F));
+  std::vector<float> short_row(2);
+  EXPECT_THAT(message_of<stoke::UsageError>(
+                  [&] { arrays.copy_row(0, std::as_writable_bytes(std::span(short_row))); }),
+              HasSubstr("a row holds 12"));
   EXPECT_EQ(arrays.cache_stats().loads, 2U) << "each shard read once";
 }
 
@@ -263,6 +273,7 @@ TEST(NpzFile, TellsWhichArraysAreReadInPlace) {
   EXPECT_THAT(npz.arrays(), ElementsAre("s", "d"));
   EXPECT_TRUE(npz.in_place("s"));
   EXPECT_FALSE(npz.in_place("d"));
+  EXPECT_EQ(npz.member("s"), "s.npy");
   EXPECT_TRUE(npz.load("d").aligned()) << "inflated into memory";
   stoke::testing::expect_numpy_array<float>(npz.load("d"), {5});
   EXPECT_THAT(message_of<stoke::InputError>([&] { (void)npz.in_place("w"); }),

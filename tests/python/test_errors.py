@@ -1,6 +1,5 @@
 """Bad input and failures raise Python exceptions, never crash."""
 
-import json
 import os
 import re
 

@@ -1,7 +1,6 @@
 """Image folders and WebDataset tar shards, decoded and augmented by stoke's images module."""
 
 import io
-import os
 import tarfile
 
 import numpy as np

@@ -3,7 +3,6 @@ and elastic resume, and the same batches as the C++ loader's documented plan (re
 
 import itertools
 import json
-import os
 import subprocess
 import sys
 

@@ -164,7 +164,6 @@ def test_shuffle_shards_keeps_batches_in_one_shard(npy_shards):
     for _ in range(2):
         visited = []
         for batch in loader:
-            shards = {shard_of(i) for i in batch.indices}
             visited.extend(shard_of(i) for i in batch.indices)
         # Each shard is visited in one run: its rows are consecutive in the epoch.
         runs = [s for k, s in enumerate(visited) if k == 0 or visited[k - 1] != s]

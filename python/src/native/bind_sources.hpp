@@ -120,9 +120,7 @@ inline void bind_sources(nb::module_& m) {
   m.def(
       "load_npz",
       [](const std::string& path, const std::string& member, bool inflate) {
-        if (inflate) return shard_array(npz_member(path, member, true));
-        const MappedMember mapped = map_npz_member(path, member);
-        return view_array(mapped.info, mapped.data.data(), mapped.owner);
+        return shard_array(npz_member(path, member, inflate));
       },
       nb::arg("path"), nb::arg("member"), nb::arg("inflate"),
       "A member of a .npz file: viewing the mapped file when stored; a compressed member is "
@@ -134,9 +132,6 @@ inline void bind_sources(nb::module_& m) {
         stoke::ArrayFileFormat format;
         if (kind == "npy") {
           format = stoke::npy_format();
-        } else if (kind == "npz" && !inflate) {
-          return std::shared_ptr<Column>(
-              std::make_shared<MemberColumn>(name, paths_of(files), member));
         } else if (kind == "npz") {
           format = npz_format(member, inflate);
         } else if (kind == "hdf5") {

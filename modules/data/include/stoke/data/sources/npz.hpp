@@ -165,6 +165,12 @@ class NpzFile {
   /// does when there is no such member.
   [[nodiscard]] bool in_place(const std::string& name) const { return entry(name).method == 0; }
 
+  /// The name of the member that holds the array `name` (`name.npy`, or `name` itself).
+  /// Throws `InputError` as `load` does when there is no such member.
+  [[nodiscard]] const std::string& member(const std::string& name) const {
+    return entry(name).name;
+  }
+
   /// The array `name` (the member `name.npy`, or `name` itself). A stored member
   /// (`np.savez`) is viewed in place in the mapping, whatever its alignment: zip archives
   /// seldom align a member's data for its element type, so read its rows through the

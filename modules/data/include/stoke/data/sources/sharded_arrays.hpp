@@ -128,6 +128,22 @@ class ShardedArrays {
     return shard->template array_row<T>(row, 1, shard);
   }
 
+  /// Copies the bytes of row `index` (`info().row_bytes()` of them) into `out`, straight from
+  /// its shard at any alignment: for a reader that gathers rows into a buffer of its own (no
+  /// `ArrayRow`, and no copy of a row of an unaligned shard on the way). Throws as `get`, and
+  /// `UsageError` when `out` holds another number of bytes.
+  void copy_row(std::size_t index, std::span<std::byte> out) const {
+    stoke::check_index(index, size(), "ShardedArrays");
+    const auto [k, row] = locate(index);
+    const std::shared_ptr<const ArrayShard> shard = shared_->cache->acquire(k);
+    const std::span<const std::byte> bytes = shard->row_bytes(row);
+    if (out.size() != bytes.size()) {
+      throw UsageError("stoke: ShardedArrays::copy_row into " + std::to_string(out.size()) +
+                       " bytes; a row holds " + std::to_string(bytes.size()));
+    }
+    std::memcpy(out.data(), bytes.data(), bytes.size());
+  }
+
   /// Rows `[first, first + count)`: a view when they lie in one shard (as `get`: a copy where
   /// that shard is not aligned), else a copy of the rows of every shard they span (a window
   /// across the end of a file). The shard of the first row comes through the cache; rows that run
