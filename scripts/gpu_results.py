@@ -54,6 +54,9 @@ def main():
             summary = f"{m[-1]} errors reported" if m else "no error summary printed"
             g = re.findall(r"\[  PASSED  \] (\d+) test", text)
             summary += f"; {g[-1]} tests passed" if g else ""
+        elif name == "multi_gpu_lanes":
+            m = re.findall(r"^epoch .*$", text, re.M)
+            summary = m[-1] if m else "no epoch line printed"
         elif name == "build":
             m = re.findall(r"^\[(\d+)/(\d+)\]", text, re.M)
             summary = f"{m[-1][0]}/{m[-1][1]} build steps" if m else ""

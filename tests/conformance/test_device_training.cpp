@@ -22,8 +22,6 @@
 #include "conformance_traits.hpp"
 #include "device_tensors.hpp"
 
-// The CUDA backend is a DeviceBackend only with NCCL (its collective).
-#if !defined(STOKE_CONFORMANCE_CUDA) || defined(STOKE_CUDA_HAS_NCCL)
 namespace {
 
 using stoke::testing::BackendNames;
@@ -31,8 +29,8 @@ using stoke::testing::ConformanceTraits;
 using stoke::testing::float_pattern;
 using stoke::testing::reduced_values;
 
-constexpr std::size_t kParameters = 37;
-constexpr stoke::ParameterShard kShard{5, 25};  // a device's parameter shard [5, 25)
+using stoke::testing::kTestParameters;
+using stoke::testing::kTestShard;
 
 template <class B>
 class DeviceTraining : public ::testing::Test {
@@ -59,23 +57,25 @@ class DeviceTraining : public ::testing::Test {
   /// `relative` of the host's (0: equal), and the history must hold every step's sums.
   template <class HostOptimizer, class DeviceStep>
   void expect_steps_match(HostOptimizer host, DeviceStep device_step, float relative) {
-    std::vector<float> expected = float_pattern(kParameters, 1);
+    std::vector<float> expected = float_pattern(kTestParameters, 1);
     Tensor parameters = tensor(device_, expected);
     Tensor history = B::zeros(device_, 3 * stoke::reduced_tail);
     const float counts[] = {4.0f, 0.0f, 7.0f};
     for (std::size_t step = 0; step < 3; ++step) {
-      const std::vector<float> sums = float_pattern(kParameters, 10 + step);
+      const std::vector<float> sums = float_pattern(kTestParameters, 10 + step);
       Tensor reduced = tensor(device_, reduced_values(sums, counts[step]));
-      device_step(stoke::OptimizerStepShape{kParameters, kShard.begin, kShard.size(), 0.05f, step},
+      device_step(stoke::OptimizerStepShape{kTestParameters, kTestShard.begin, kTestShard.size(),
+                                            0.05f, step},
                   parameters, reduced, history);
       if (counts[step] > 0) {
-        std::vector<float> gradients(sums.begin() + static_cast<std::ptrdiff_t>(kShard.begin),
-                                     sums.begin() + static_cast<std::ptrdiff_t>(kShard.end));
+        std::vector<float> gradients(sums.begin() + static_cast<std::ptrdiff_t>(kTestShard.begin),
+                                     sums.begin() + static_cast<std::ptrdiff_t>(kTestShard.end));
         for (float& g : gradients) g *= 1.0f / counts[step];
-        host.step(std::span(expected).subspan(kShard.begin, kShard.size()), gradients, 0.05f);
+        host.step(std::span(expected).subspan(kTestShard.begin, kTestShard.size()), gradients,
+                  0.05f);
       }
       const std::vector<float> actual = B::download(parameters);
-      for (std::size_t i = 0; i < kParameters; ++i) {
+      for (std::size_t i = 0; i < kTestParameters; ++i) {
         if (relative == 0.0f) {
           ASSERT_EQ(actual[i], expected[i]) << "parameter " << i << " after step " << step;
         } else {
@@ -121,7 +121,7 @@ TYPED_TEST_SUITE(DeviceTraining, ConformanceBackends, BackendNames);
 
 TYPED_TEST(DeviceTraining, SgdStepsAShardAsTheHostSgdDoes) {
   using B = TypeParam;
-  typename B::Tensor velocity = B::zeros(this->device_, kShard.size());
+  typename B::Tensor velocity = B::zeros(this->device_, kTestShard.size());
   this->expect_steps_match(
       stoke::Sgd(0.05f, 0.9f, 0.01f),
       [&](const stoke::OptimizerStepShape& shape, auto& parameters, auto& reduced, auto& history) {
@@ -132,8 +132,8 @@ TYPED_TEST(DeviceTraining, SgdStepsAShardAsTheHostSgdDoes) {
 
 TYPED_TEST(DeviceTraining, AdamStepsAShardAsTheHostAdamDoes) {
   using B = TypeParam;
-  typename B::Tensor first = B::zeros(this->device_, kShard.size());
-  typename B::Tensor second = B::zeros(this->device_, kShard.size());
+  typename B::Tensor first = B::zeros(this->device_, kTestShard.size());
+  typename B::Tensor second = B::zeros(this->device_, kTestShard.size());
   std::uint64_t steps = 0;
   this->expect_steps_match(
       stoke::Adam(0.9f, 0.99f, 1e-6f, 0.01f),
@@ -228,4 +228,3 @@ TYPED_TEST(DeviceTraining, CollectiveAllGathersDeviceBuffersWithEvenAndUnevenSha
 }
 
 }  // namespace
-#endif

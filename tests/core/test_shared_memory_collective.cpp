@@ -17,28 +17,12 @@
 
 #include <stoke/stoke.hpp>
 
+#include "test_sync.hpp"
+
 namespace {
 
 using stoke::SharedMemoryCollective;
-
-/// Runs `body(participant)` on one thread per participant; returns what each threw ("" if
-/// nothing).
-std::vector<std::string> on_threads(std::size_t participants,
-                                    const std::function<void(std::size_t)>& body) {
-  std::vector<std::string> errors(participants);
-  std::vector<std::thread> threads;
-  for (std::size_t p = 0; p < participants; ++p) {
-    threads.emplace_back([&, p] {
-      try {
-        body(p);
-      } catch (const std::exception& error) {
-        errors[p] = error.what();
-      }
-    });
-  }
-  for (auto& thread : threads) thread.join();
-  return errors;
-}
+using stoke::testing::on_threads;
 
 /// The buffer of `participant`: `length` values that differ per participant and element,
 /// with magnitudes far apart so that the order of summation changes the bits.

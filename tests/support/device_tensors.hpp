@@ -8,9 +8,15 @@
 #include <span>
 #include <vector>
 
+#include <stoke/core/collective.hpp>
 #include <stoke/core/rng.hpp>
 
 namespace stoke::testing {
+
+/// The parameters of the optimizer kernels' conformance tests, and the shard of them that a
+/// device steps: [5, 25).
+inline constexpr std::size_t kTestParameters = 37;
+inline constexpr ParameterShard kTestShard{5, 25};
 
 /// `count` floats of a fixed pseudo-random pattern in [-1, 1), different for every `seed`.
 inline std::vector<float> float_pattern(std::size_t count, std::uint64_t seed) {

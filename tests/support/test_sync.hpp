@@ -1,12 +1,22 @@
 #pragma once
 /// @file
-/// What tests wait on instead of sleeping: a `Flag` a thread sets, a `Gate` the test opens.
+/// What tests wait on instead of sleeping: a `Flag` a thread sets, a `Gate` the test opens, how
+/// long a test double waits (`patience`), and threads whose errors a test collects (`on_threads`).
 
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
+#include <exception>
+#include <functional>
 #include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
 
 namespace stoke::testing {
+
+/// How long a test double waits for another thread before it gives up (the test then fails).
+inline constexpr std::chrono::seconds patience{10};
 
 /// A flag a thread sets and the test waits on.
 class Flag {
@@ -63,5 +73,24 @@ class Gate {
   std::condition_variable opened_;
   bool open_ = false;
 };
+
+/// Runs `body(participant)` on one thread per participant; returns what each threw ("" if
+/// nothing).
+inline std::vector<std::string> on_threads(std::size_t participants,
+                                           const std::function<void(std::size_t)>& body) {
+  std::vector<std::string> errors(participants);
+  std::vector<std::thread> threads;
+  for (std::size_t p = 0; p < participants; ++p) {
+    threads.emplace_back([&, p] {
+      try {
+        body(p);
+      } catch (const std::exception& error) {
+        errors[p] = error.what();
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  return errors;
+}
 
 }  // namespace stoke::testing

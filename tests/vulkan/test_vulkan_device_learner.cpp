@@ -16,6 +16,7 @@
 #include "stoke_test_files.hpp"
 #include "toy_images.hpp"
 #include "vulkan_host_batches.hpp"
+#include "vulkan_toy_training.hpp"
 #include "vulkan_validation.hpp"
 
 namespace {
@@ -24,9 +25,11 @@ namespace vk = stoke::vulkan;
 using stoke::testing::ToyImages;
 using Classifier = stoke::SoftmaxClassifier<vk::Backend, vk::ImageBatch>;
 using DeviceLearnerTest = stoke::testing::VulkanTest;
-using ShaderBuilder = stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>;
 using CpuBuilder = stoke::DataLoaderBuilder<stoke::cpu::Backend, stoke::cpu::ImageBatcher>;
-constexpr std::uint64_t kSeed = 3;
+using stoke::testing::expect_resumed_exactly;
+using stoke::testing::kToyModelSeed;
+using stoke::testing::shader_train_loader;
+using stoke::testing::shader_valid_loader;
 
 /// The reference: the host `Mlp` of the same layout on one CPU device with the global batch.
 template <class Optim>
@@ -34,7 +37,7 @@ std::pair<stoke::FitResult, std::vector<float>> cpu_reference(Optim optimizer,
                                                               const ToyImages& train,
                                                               const ToyImages& valid) {
   stoke::Learner<stoke::cpu::Backend, stoke::Mlp, Optim, stoke::ConstantLr> learner(
-      stoke::Mlp({ToyImages::kPixels, ToyImages::kClasses}, kSeed), optimizer,
+      stoke::Mlp({ToyImages::kPixels, ToyImages::kClasses}, kToyModelSeed), optimizer,
       stoke::ConstantLr{0.1f}, stoke::cpu::Backend::devices(1), {.epochs = 2, .log = nullptr});
   auto run = learner.fit(CpuBuilder({}).batch_size(16).shuffle(5).drop_last().build(train),
                          CpuBuilder({}).batch_size(32).pad().build(valid));
@@ -47,15 +50,8 @@ template <class Optim>
 stoke::Learner<vk::Backend, Classifier, Optim, stoke::ConstantLr> device_learner(
     Optim optimizer, stoke::LearnerOptions options = {.epochs = 2, .log = nullptr}) {
   const auto devices = vk::Backend::devices(2);
-  return {Classifier(devices[0], ToyImages::kPixels, ToyImages::kClasses, kSeed), optimizer,
+  return {Classifier(devices[0], ToyImages::kPixels, ToyImages::kClasses, kToyModelSeed), optimizer,
           stoke::ConstantLr{0.1f}, devices, options};
-}
-
-auto shader_train_loader(const ToyImages& train) {
-  return ShaderBuilder(vk::ImageBatcher{}).batch_size(8).shuffle(5).drop_last().build(train);
-}
-auto shader_valid_loader(const ToyImages& valid) {
-  return ShaderBuilder(vk::ImageBatcher{}).batch_size(32).pad().build(valid);
 }
 
 /// Every step's loss and every final parameter of `run` equal the reference's within float
@@ -124,18 +120,10 @@ TEST_F(DeviceLearnerTest, ADeviceResidentRunStoppedAtACheckpointResumesExactly) 
                                      .log = nullptr,
                                      .stop_after_steps = 44});
   const auto before = first.fit(shader_train_loader(train), shader_valid_loader(valid));
-  ASSERT_TRUE(before.stopped_early);
   auto second = device_learner(
       adam, {.epochs = 2, .checkpoint_dir = dir.path(), .resume = true, .log = nullptr});
   const auto after = second.fit(shader_train_loader(train), shader_valid_loader(valid));
-  ASSERT_TRUE(after.resumed);
-
-  std::vector<float> stitched = before.step_losses;
-  stitched.insert(stitched.end(), after.step_losses.begin(), after.step_losses.end());
-  EXPECT_EQ(stitched, full.step_losses);  // bit for bit
-  EXPECT_EQ(vk::Backend::download(second.model().parameters()),
-            vk::Backend::download(unbroken.model().parameters()));
-  EXPECT_EQ(second.optimizer().state(), unbroken.optimizer().state());
+  expect_resumed_exactly(before, after, second, full, unbroken);
   EXPECT_EQ(after.epochs.back().train_loss, full.epochs.back().train_loss);
 }
 

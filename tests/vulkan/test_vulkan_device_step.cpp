@@ -21,6 +21,7 @@
 
 #include "stoke_test_files.hpp"
 #include "toy_images.hpp"
+#include "vulkan_toy_training.hpp"
 #include "vulkan_validation.hpp"
 
 namespace {
@@ -28,7 +29,10 @@ namespace {
 namespace vk = stoke::vulkan;
 using stoke::testing::ToyImages;
 using DeviceStepTest = stoke::testing::VulkanTest;
-constexpr std::uint64_t kSeed = 3;
+using stoke::testing::expect_resumed_exactly;
+using stoke::testing::kToyModelSeed;
+using stoke::testing::shader_train_loader;
+using stoke::testing::shader_valid_loader;
 
 /// A collective that blocks its caller until every collective on a device buffer is done, as
 /// the step did before it was fenced: the reference the fenced step must match bit for bit.
@@ -62,20 +66,6 @@ static_assert(stoke::DeviceBackend<BlockingVulkan>);
 template <class B>
 using ClassifierOn = stoke::SoftmaxClassifier<B, vk::ImageBatch>;
 
-auto train_loader(const ToyImages& train) {
-  return stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>(vk::ImageBatcher{})
-      .batch_size(8)
-      .shuffle(5)
-      .drop_last()
-      .build(train);
-}
-auto valid_loader(const ToyImages& valid) {
-  return stoke::DataLoaderBuilder<vk::Backend, vk::ImageBatcher>(vk::ImageBatcher{})
-      .batch_size(32)
-      .pad()
-      .build(valid);
-}
-
 /// The host waits device thread `d` made while it took every step of `batches` through a
 /// `DeviceReplica` of `devices.size()` devices (after the batches were made).
 template <class Optim>
@@ -84,8 +74,9 @@ std::uint64_t waits_in_steps(const Optim& optimizer, std::size_t devices_wanted,
   const ToyImages train(192);
   const auto devices = vk::Backend::devices(devices_wanted);
   const auto collective = vk::Backend::make_collective(devices);
-  const auto parts = stoke::split(train_loader(train), devices);
-  const ClassifierOn<vk::Backend> model(devices[0], ToyImages::kPixels, ToyImages::kClasses, kSeed);
+  const auto parts = stoke::split(shader_train_loader(train), devices);
+  const ClassifierOn<vk::Backend> model(devices[0], ToyImages::kPixels, ToyImages::kClasses,
+                                        kToyModelSeed);
   std::vector<std::uint64_t> waits(devices.size());
   downloads.assign(devices.size(), 0);
   std::vector<std::thread> threads;
@@ -137,8 +128,8 @@ stoke::Learner<B, ClassifierOn<B>, Optim, stoke::ConstantLr> learner_on(
     std::size_t count, Optim optimizer,
     stoke::LearnerOptions options = {.epochs = 2, .log = nullptr}) {
   const auto devices = B::devices(count);
-  return {ClassifierOn<B>(devices[0], ToyImages::kPixels, ToyImages::kClasses, kSeed), optimizer,
-          stoke::ConstantLr{0.1f}, devices, options};
+  return {ClassifierOn<B>(devices[0], ToyImages::kPixels, ToyImages::kClasses, kToyModelSeed),
+          optimizer, stoke::ConstantLr{0.1f}, devices, options};
 }
 
 /// The fenced step and the blocking one train `count` devices to the same bits.
@@ -146,9 +137,9 @@ template <class Optim>
 void expect_blocking_bits(std::size_t count, const Optim& optimizer) {
   const ToyImages train(480), valid(100, 9);
   auto fenced = learner_on<vk::Backend>(count, optimizer);
-  const auto run = fenced.fit(train_loader(train), valid_loader(valid));
+  const auto run = fenced.fit(shader_train_loader(train), shader_valid_loader(valid));
   auto blocking = learner_on<BlockingVulkan>(count, optimizer);
-  const auto reference = blocking.fit(train_loader(train), valid_loader(valid));
+  const auto reference = blocking.fit(shader_train_loader(train), shader_valid_loader(valid));
   ASSERT_EQ(run.step_losses.size(), 2 * 480 / (8 * count));
   EXPECT_EQ(run.step_losses, reference.step_losses);
   EXPECT_EQ(vk::Backend::download(fenced.model().parameters()),
@@ -169,7 +160,7 @@ TEST_F(DeviceStepTest, AOneDeviceRunStoppedAtACheckpointResumesExactly) {
   const ToyImages train(480), valid(100, 9);
   const stoke::Adam adam(0.9f, 0.99f, 1e-6f, 0.01f);
   auto unbroken = learner_on<vk::Backend>(1, adam);
-  const auto full = unbroken.fit(train_loader(train), valid_loader(valid));
+  const auto full = unbroken.fit(shader_train_loader(train), shader_valid_loader(valid));
   const stoke::testing::TempDir dir;
   auto first = learner_on<vk::Backend>(1, adam,
                                        {.epochs = 2,
@@ -177,18 +168,11 @@ TEST_F(DeviceStepTest, AOneDeviceRunStoppedAtACheckpointResumesExactly) {
                                         .checkpoint_every_steps = 13,
                                         .log = nullptr,
                                         .stop_after_steps = 78});
-  const auto before = first.fit(train_loader(train), valid_loader(valid));
-  ASSERT_TRUE(before.stopped_early);
+  const auto before = first.fit(shader_train_loader(train), shader_valid_loader(valid));
   auto second = learner_on<vk::Backend>(
       1, adam, {.epochs = 2, .checkpoint_dir = dir.path(), .resume = true, .log = nullptr});
-  const auto after = second.fit(train_loader(train), valid_loader(valid));
-  ASSERT_TRUE(after.resumed);
-  std::vector<float> stitched = before.step_losses;
-  stitched.insert(stitched.end(), after.step_losses.begin(), after.step_losses.end());
-  EXPECT_EQ(stitched, full.step_losses);  // bit for bit
-  EXPECT_EQ(vk::Backend::download(second.model().parameters()),
-            vk::Backend::download(unbroken.model().parameters()));
-  EXPECT_EQ(second.optimizer().state(), unbroken.optimizer().state());
+  const auto after = second.fit(shader_train_loader(train), shader_valid_loader(valid));
+  expect_resumed_exactly(before, after, second, full, unbroken);
 }
 
 }  // namespace

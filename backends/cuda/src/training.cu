@@ -32,15 +32,34 @@ __device__ std::size_t grid_stride() {
   return static_cast<std::size_t>(gridDim.x) * blockDim.x;
 }
 
+/// The scalars of a step that change from step to step: the kernel's arguments, or the step
+/// table's row of its counter.
+struct StepRow {
+  std::size_t slot;        ///< the history slot
+  float learning_rate;     ///< the rate
+  float decay;             ///< Adam's decay (SGD: unread)
+  float correction1;       ///< Adam's first bias correction (SGD: unread)
+  float root_correction2;  ///< Adam's second one (SGD: unread)
+};
+
+/// `step`'s scalars: the arguments (Adam's decay and corrections as given), or the table's row.
+__device__ StepRow step_row(const OptimizerStep& step, float decay, float correction1,
+                            float root_correction2) {
+  if (step.table == nullptr) {
+    return {step.history_slot, step.learning_rate, decay, correction1, root_correction2};
+  }
+  const std::size_t slot = *reinterpret_cast<const std::uint32_t*>(step.table);
+  const float* row = step.table + step_table_header + step_table_row * slot;
+  return {slot, row[0], row[1], row[2], row[3]};
+}
+
 /// Thread 0 copies the step's three sums into its history slot. Returns false when the count
 /// is not positive (the step then changes nothing); else `scale` is `1 / count`.
-__device__ bool gradient_scale(const OptimizerStep& step, const float* reduced, float* history,
-                               float& scale) {
+__device__ bool gradient_scale(const OptimizerStep& step, std::size_t slot, const float* reduced,
+                               float* history, float& scale) {
   const std::size_t tail = step.parameters;
   if (first_index() == 0) {
-    for (std::size_t k = 0; k < 3; ++k) {
-      history[3 * static_cast<std::size_t>(step.history_slot) + k] = reduced[tail + k];
-    }
+    for (std::size_t k = 0; k < 3; ++k) history[3 * slot + k] = reduced[tail + k];
   }
   const float count = reduced[tail + 1];
   if (count <= 0.0f) return false;
@@ -50,8 +69,9 @@ __device__ bool gradient_scale(const OptimizerStep& step, const float* reduced, 
 
 __global__ void sgd_step_kernel(OptimizerStep step, SgdFactors factors, float* parameters,
                                 float* velocity, const float* reduced, float* history) {
+  const StepRow row = step_row(step, 1.0f, 1.0f, 1.0f);
   float scale = 0.0f;
-  if (!gradient_scale(step, reduced, history, scale)) return;
+  if (!gradient_scale(step, row.slot, reduced, history, scale)) return;
   for (std::size_t i = first_index(); i < step.size; i += grid_stride()) {
     const std::size_t p = step.begin + i;
     const float g = __fmul_rn(reduced[p], scale);
@@ -60,15 +80,16 @@ __global__ void sgd_step_kernel(OptimizerStep step, SgdFactors factors, float* p
     const float v = __fadd_rn(__fmul_rn(factors.momentum, velocity[i]),
                               __fadd_rn(g, __fmul_rn(factors.weight_decay, parameters[p])));
     velocity[i] = v;
-    parameters[p] = __fsub_rn(parameters[p], __fmul_rn(step.learning_rate, v));
+    parameters[p] = __fsub_rn(parameters[p], __fmul_rn(row.learning_rate, v));
   }
 }
 
 __global__ void adam_step_kernel(OptimizerStep step, AdamFactors factors, float* parameters,
                                  float* first, float* second, const float* reduced,
                                  float* history) {
+  const StepRow row = step_row(step, factors.decay, factors.correction1, factors.root_correction2);
   float scale = 0.0f;
-  if (!gradient_scale(step, reduced, history, scale)) return;
+  if (!gradient_scale(step, row.slot, reduced, history, scale)) return;
   for (std::size_t i = first_index(); i < step.size; i += grid_stride()) {
     const std::size_t p = step.begin + i;
     const float g = __fmul_rn(reduced[p], scale);
@@ -84,10 +105,23 @@ __global__ void adam_step_kernel(OptimizerStep step, AdamFactors factors, float*
     first[i] = m;
     second[i] = v;
     const float change =
-        __fdiv_rn(__fmul_rn(step.learning_rate, __fdiv_rn(m, factors.correction1)),
-                  __fadd_rn(__fdiv_rn(__fsqrt_rn(v), factors.root_correction2), factors.epsilon));
-    parameters[p] = __fsub_rn(__fmul_rn(parameters[p], factors.decay), change);
+        __fdiv_rn(__fmul_rn(row.learning_rate, __fdiv_rn(m, row.correction1)),
+                  __fadd_rn(__fdiv_rn(__fsqrt_rn(v), row.root_correction2), factors.epsilon));
+    parameters[p] = __fsub_rn(__fmul_rn(parameters[p], row.decay), change);
   }
+}
+
+__global__ void fill_words_kernel(std::uint32_t* out, std::size_t count, std::uint32_t word) {
+  for (std::size_t i = first_index(); i < count; i += grid_stride()) out[i] = word;
+}
+
+__global__ void advance_step_kernel(std::uint32_t* table) {
+  if (first_index() == 0) table[0] += 1;
+}
+
+/// The batch's real rows: the argument, or the count on the device.
+__device__ std::size_t real_rows(const SoftmaxSizes& sizes) {
+  return sizes.real_rows_on_device == nullptr ? sizes.real_rows : *sizes.real_rows_on_device;
 }
 
 __global__ void softmax_forward_kernel(SoftmaxSizes sizes, const float* inputs,
@@ -95,9 +129,10 @@ __global__ void softmax_forward_kernel(SoftmaxSizes sizes, const float* inputs,
                                        float* dlogits, float* item_stats) {
   const std::size_t features = sizes.features;
   const std::size_t classes = sizes.classes;
+  const std::size_t real = real_rows(sizes);
   for (std::size_t i = first_index(); i < sizes.rows; i += grid_stride()) {
     float* dlogit = dlogits + i * classes;
-    if (i >= sizes.real_rows) {
+    if (i >= real) {
       for (std::size_t c = 0; c < classes; ++c) dlogit[c] = 0.0f;
       item_stats[2 * i] = 0.0f;
       item_stats[2 * i + 1] = 0.0f;
@@ -137,22 +172,23 @@ __global__ void softmax_gradients_kernel(SoftmaxSizes sizes, const float* inputs
   const std::size_t classes = sizes.classes;
   const std::size_t weights = features * classes;
   const std::size_t parameter_count = weights + classes;
+  const std::size_t real = real_rows(sizes);
   for (std::size_t j = first_index(); j < parameter_count + 3; j += grid_stride()) {
     float sum = 0.0f;
     if (j < weights) {
       const std::size_t f = j / classes;
       const std::size_t c = j % classes;
-      for (std::size_t i = 0; i < sizes.real_rows; ++i) {
+      for (std::size_t i = 0; i < real; ++i) {
         sum += inputs[i * features + f] * dlogits[i * classes + c];
       }
     } else if (j < parameter_count) {
       const std::size_t c = j - weights;
-      for (std::size_t i = 0; i < sizes.real_rows; ++i) sum += dlogits[i * classes + c];
+      for (std::size_t i = 0; i < real; ++i) sum += dlogits[i * classes + c];
     } else if (j == parameter_count + 1) {
-      sum = static_cast<float>(sizes.real_rows);
+      sum = static_cast<float>(real);
     } else {
       const std::size_t k = j == parameter_count ? 0 : 1;  // loss sum, or correct count
-      for (std::size_t i = 0; i < sizes.real_rows; ++i) sum += item_stats[2 * i + k];
+      for (std::size_t i = 0; i < real; ++i) sum += item_stats[2 * i + k];
     }
     reduced[j] = sum;
   }
@@ -160,14 +196,15 @@ __global__ void softmax_gradients_kernel(SoftmaxSizes sizes, const float* inputs
 
 __global__ void add_softmax_sums_kernel(SoftmaxSizes sizes, const float* item_stats, float* sums) {
   if (first_index() != 0) return;
+  const std::size_t real = real_rows(sizes);
   float loss = 0.0f;
   float correct = 0.0f;
-  for (std::size_t i = 0; i < sizes.real_rows; ++i) {
+  for (std::size_t i = 0; i < real; ++i) {
     loss += item_stats[2 * i];
     correct += item_stats[2 * i + 1];
   }
   sums[0] += loss;
-  sums[1] += static_cast<float>(sizes.real_rows);
+  sums[1] += static_cast<float>(real);
   sums[2] += correct;
 }
 
@@ -185,6 +222,16 @@ cudaError_t adam_step(const OptimizerStep& step, const AdamFactors& factors, flo
                       cudaStream_t stream) noexcept {
   return launch(adam_step_kernel, blocks_for(step.size), stream, step, factors, parameters, first,
                 second, reduced, history);
+}
+
+cudaError_t fill_words(std::uint32_t* out, std::size_t count, std::uint32_t word,
+                       cudaStream_t stream) noexcept {
+  if (count == 0) return cudaSuccess;
+  return launch(fill_words_kernel, blocks_for(count), stream, out, count, word);
+}
+
+cudaError_t advance_step(std::uint32_t* table, cudaStream_t stream) noexcept {
+  return launch(advance_step_kernel, Grid(1, 1), stream, table);
 }
 
 cudaError_t softmax_forward(const SoftmaxSizes& sizes, const float* inputs,

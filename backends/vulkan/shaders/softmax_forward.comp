@@ -3,7 +3,7 @@
 // features x classes row-major matrix, then the classes biases), softmax p, the item's loss
 // log(sum exp(z - max)) - (z_y - max), whether the first arg-max is its label, and the
 // gradient of the loss with respect to the logits, p - onehot(y). Padding items (index at or
-// above real_rows) get zeros.
+// above real_rows, a push constant or the count on the device) get zeros.
 
 layout(local_size_x = 64) in;
 
@@ -14,6 +14,9 @@ layout(std430, set = 0, binding = 1) readonly buffer Labels { int labels[]; };
 layout(std430, set = 0, binding = 2) readonly buffer Parameters { float parameters[]; };
 layout(std430, set = 0, binding = 3) writeonly buffer Dlogits { float dlogits[]; };
 layout(std430, set = 0, binding = 4) writeonly buffer ItemStats { float item_stats[]; };
+layout(std430, set = 0, binding = 5) readonly buffer RealRows { uint count; } real_rows;
+
+const uint READ_ON_DEVICE = 0xFFFFFFFFu;
 
 layout(push_constant) uniform Params {
   uint rows;
@@ -26,8 +29,11 @@ void main() {
   const uint stride = gl_NumWorkGroups.x * gl_WorkGroupSize.x;
   const uint F = params.features;
   const uint C = params.classes;
+  // The real rows: a push constant, or, where it is READ_ON_DEVICE, the batch's count on the
+  // device (so the push constants are the same for a padded batch as for a full one).
+  const uint real = params.real_rows == READ_ON_DEVICE ? real_rows.count : params.real_rows;
   for (uint i = gl_GlobalInvocationID.x; i < params.rows; i += stride) {
-    if (i >= params.real_rows) {
+    if (i >= real) {
       for (uint c = 0; c < C; ++c) dlogits[i * C + c] = 0.0;
       item_stats[2 * i] = 0.0;
       item_stats[2 * i + 1] = 0.0;

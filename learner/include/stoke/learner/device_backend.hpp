@@ -5,6 +5,7 @@
 
 #include <concepts>
 #include <cstddef>
+#include <cstdint>
 #include <span>
 #include <vector>
 
@@ -23,6 +24,8 @@ namespace stoke {
 ///    device's memory; `B::zeros(device, floats)` makes one of `floats` zeroed floats;
 /// 2. `B::upload(tensor, bytes)` overwrites the start of `tensor` with host `bytes` (which
 ///    may be freed once it returns), after the work enqueued on `tensor` before;
+///    `B::fill_words(tensor, word)` sets each of its 32-bit words to `word` the same way, with
+///    no staging (nothing waits for a staging buffer);
 /// 3. `B::download(tensor)` waits for the writes enqueued on `tensor` and returns its floats;
 /// 4. the collective sums (`all_reduce_sum`) and gathers parameter shards (`all_gather`, with
 ///    the parameter shards of `stoke::parameter_shard`) of tensors, each participant passing a
@@ -30,26 +33,42 @@ namespace stoke {
 /// 5. `B::sgd_step` and `B::adam_step` take one element-wise optimizer step as the
 ///    `OptimizerStepShape` says, with state tensors of the stepped parameter shard's size;
 /// 6. `B::softmax_forward`, `B::softmax_gradients` and `B::add_softmax_sums` run a softmax
-///    classifier's batch (see `SoftmaxShape` and `stoke::SoftmaxClassifier`).
+///    classifier's batch (see `SoftmaxShape` and `stoke::SoftmaxClassifier`);
+/// 7. given a step table as their last tensor (`step_table.hpp`), `B::sgd_step` and
+///    `B::adam_step` read the scalars that change from step to step (the rate, Adam's decay and
+///    bias corrections) and the history slot from the table's row of its counter, and
+///    `B::advance_step(table)` adds one to the counter, so a step hands the device the same
+///    arguments every step;
+/// 8. given a tensor of one `uint32` as their last argument, the softmax operations read the
+///    batch's real rows from it on the device (`SoftmaxShape::real_rows` then only checks the
+///    sizes), so a padded batch takes the same arguments as a full one.
 template <class B>
-concept DeviceBackend = CollectiveBackend<B> && std::movable<typename B::Tensor> &&
-                        std::default_initializable<typename B::Tensor> &&
-                        requires(const device_t<B>& device, typename B::Tensor& tensor,
-                                 std::span<const std::byte> bytes,
-                                 typename B::Collective& collective, std::size_t participant,
-                                 const SgdHyperparameters& sgd, const AdamHyperparameters& adam,
-                                 const OptimizerStepShape& step, const SoftmaxShape& softmax) {
-                          { B::zeros(device, std::size_t{}) } -> std::same_as<typename B::Tensor>;
-                          { tensor.size() } -> std::convertible_to<std::size_t>;
-                          B::upload(tensor, bytes);
-                          { B::download(tensor) } -> std::same_as<std::vector<float>>;
-                          collective.all_reduce_sum(participant, tensor);
-                          collective.all_gather(participant, tensor);
-                          B::sgd_step(sgd, step, tensor, tensor, tensor, tensor);
-                          B::adam_step(adam, step, tensor, tensor, tensor, tensor, tensor);
-                          B::softmax_forward(softmax, tensor, tensor, tensor, tensor, tensor);
-                          B::softmax_gradients(softmax, tensor, tensor, tensor, tensor);
-                          B::add_softmax_sums(softmax, tensor, tensor);
-                        };
+concept DeviceBackend =
+    CollectiveBackend<B> && std::movable<typename B::Tensor> &&
+    std::default_initializable<typename B::Tensor> &&
+    requires(const device_t<B>& device, typename B::Tensor& tensor,
+             std::span<const std::byte> bytes, typename B::Collective& collective,
+             std::size_t participant, const SgdHyperparameters& sgd,
+             const AdamHyperparameters& adam, const OptimizerStepShape& step,
+             const SoftmaxShape& softmax) {
+      { B::zeros(device, std::size_t{}) } -> std::same_as<typename B::Tensor>;
+      { tensor.size() } -> std::convertible_to<std::size_t>;
+      B::upload(tensor, bytes);
+      B::fill_words(tensor, std::uint32_t{});
+      { B::download(tensor) } -> std::same_as<std::vector<float>>;
+      collective.all_reduce_sum(participant, tensor);
+      collective.all_gather(participant, tensor);
+      B::sgd_step(sgd, step, tensor, tensor, tensor, tensor);
+      B::adam_step(adam, step, tensor, tensor, tensor, tensor, tensor);
+      B::sgd_step(sgd, step, tensor, tensor, tensor, tensor, tensor);
+      B::adam_step(adam, step, tensor, tensor, tensor, tensor, tensor, tensor);
+      B::advance_step(tensor);
+      B::softmax_forward(softmax, tensor, tensor, tensor, tensor, tensor);
+      B::softmax_gradients(softmax, tensor, tensor, tensor, tensor);
+      B::add_softmax_sums(softmax, tensor, tensor);
+      B::softmax_forward(softmax, tensor, tensor, tensor, tensor, tensor, tensor);
+      B::softmax_gradients(softmax, tensor, tensor, tensor, tensor, tensor);
+      B::add_softmax_sums(softmax, tensor, tensor, tensor);
+    };
 
 }  // namespace stoke

@@ -230,7 +230,9 @@ class Learner {
       auto& loader = run.train[d];
       loader.set_epoch(epoch);  // the learner's epoch, whatever the loader did before
       const std::size_t steps = loader.layout(epoch).num_batches;
-      replica.begin_epoch(steps);
+      std::vector<float> rates(steps);  // the schedule's, as each step below takes it
+      for (std::size_t s = 0; s < steps; ++s) rates[s] = schedule_(global_step + s);
+      replica.begin_epoch(steps, rates);
       const StepOutput resumed = epoch == run.first_epoch ? run.resumed_sums : StepOutput{};
       detail::StepTally tally(resumed, run.result->step_losses);  // device 0's
       const detail::ProgressLine progress(options_, epoch, steps, R::sums_on_host);

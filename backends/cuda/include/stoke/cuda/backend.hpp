@@ -1,8 +1,7 @@
 #pragma once
 /// @file
-/// `cuda::Backend`: the CUDA backend, a `stoke::StagingBackend` and (with NCCL) a
-/// `stoke::CollectiveBackend` and `stoke::DeviceBackend` whose devices are the visible CUDA
-/// devices.
+/// `cuda::Backend`: the CUDA backend, a `stoke::StagingBackend`, `stoke::CollectiveBackend` and
+/// `stoke::DeviceBackend` whose devices are the visible CUDA devices and lanes on them.
 
 #include <cstddef>
 #include <memory>
@@ -18,11 +17,9 @@
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/fence.hpp>
+#include <stoke/cuda/lane_collective.hpp>
 #include <stoke/cuda/stager.hpp>
 #include <stoke/cuda/training.hpp>
-#if defined(STOKE_CUDA_HAS_NCCL)
-#include <stoke/cuda/nccl.hpp>
-#endif
 
 namespace stoke::cuda {
 
@@ -55,18 +52,17 @@ struct DeviceCount {
 }
 
 /// The CUDA backend. Uploads go through `Stager`s (pinned staging buffers, the device's copy
-/// stream, events as fences) into `cudaMallocAsync` memory; with NCCL, all_reduce sums device
-/// buffers with `ncclAllReduce`. Models train in device memory through the kernels of
-/// `training.hpp` (`training::Operations`, the `stoke::DeviceBackend` members it derives).
+/// stream, events as fences) into `cudaMallocAsync` memory; all_reduce sums device buffers with
+/// `LaneCollective` (the lanes of a GPU on the device, NCCL across GPUs). Models train in device
+/// memory through the kernels of `training.hpp` (`training::Operations`, the `stoke::DeviceBackend`
+/// members it derives).
 struct Backend : training::Operations {
-  using Device = cuda::Device;  ///< `cuda:N`
-  using Buffer = cuda::Buffer;  ///< device memory
-  using Fence = cuda::Fence;    ///< a recorded event
-  using Stager = cuda::Stager;  ///< uploads through pinned staging buffers
-  using Tensor = cuda::Buffer;  ///< floats in device memory
-#if defined(STOKE_CUDA_HAS_NCCL)
-  using Collective = NcclCollective;  ///< all_reduce with NCCL
-#endif
+  using Device = cuda::Device;        ///< `cuda:N`
+  using Buffer = cuda::Buffer;        ///< device memory
+  using Fence = cuda::Fence;          ///< a recorded event
+  using Stager = cuda::Stager;        ///< uploads through pinned staging buffers
+  using Tensor = cuda::Buffer;        ///< floats in device memory
+  using Collective = LaneCollective;  ///< lanes summed on their GPU, NCCL across GPUs
 
   /// `"cuda"`.
   static constexpr std::string_view name() noexcept { return "cuda"; }
@@ -107,18 +103,14 @@ struct Backend : training::Operations {
     return std::make_unique<Stager>(device, slots);
   }
 
-#if defined(STOKE_CUDA_HAS_NCCL)
-  /// An NCCL all_reduce among the local `devices` (one thread each), which must be on distinct
-  /// GPUs (lanes need the hierarchical collective, not built yet: `UsageError`).
+  /// The collective of the local `devices` (one thread each), lanes of one GPU included:
+  /// `LaneCollective`. Several GPUs need NCCL (`UsageError` in a build without it).
   static std::unique_ptr<Collective> make_collective(const std::vector<Device>& devices) {
     return std::make_unique<Collective>(devices);
   }
-#endif
 };
 
 static_assert(stoke::StagingBackend<Backend>);
-#if defined(STOKE_CUDA_HAS_NCCL)
 static_assert(stoke::CollectiveBackend<Backend>);
-#endif
 
 }  // namespace stoke::cuda

@@ -12,8 +12,15 @@
 
 namespace stoke::cuda {
 
+class Fence;
+namespace detail {
+inline Fence failing(Fence fence, DeviceError error);
+}  // namespace detail
+
 /// Signals when the work recorded in a CUDA event has completed. Models `stoke::Fence`.
-/// Copies share the event; a default fence has already signalled.
+/// Copies share the event; a default fence has already signalled. A fence may carry a failure
+/// of its own, reported once the event has signalled (`testing::fail_copy`'s, see
+/// fault_injection.hpp); none costs a null test.
 class Fence {
  public:
   /// A fence that has already signalled.
@@ -29,21 +36,44 @@ class Fence {
     const cudaError_t status = cudaEventQuery(event_->handle());
     if (status == cudaErrorNotReady) return false;
     STOKE_CUDA_CHECK(status);
+    throw_failure();
     return true;
   }
   /// Blocks until the work is complete; throws `DeviceError` if it failed.
   void wait() const {
     if (event_) STOKE_CUDA_CHECK(cudaEventSynchronize(event_->handle()));
+    throw_failure();
   }
-  /// Makes later work on `stream` wait for this fence (without blocking the host).
+  /// Makes later work on `stream` wait for this fence (without blocking the host); throws
+  /// instead if the fence carries a failure (the work it guards failed).
   void enqueue_wait(cudaStream_t stream) const {
+    throw_failure();
     if (event_) STOKE_CUDA_CHECK(cudaStreamWaitEvent(stream, event_->handle(), 0));
   }
   /// The event, or null for a fence made signalled.
   [[nodiscard]] cudaEvent_t event() const noexcept { return event_ ? event_->handle() : nullptr; }
 
  private:
+  friend Fence detail::failing(Fence fence, DeviceError error);
+
+  /// Throws the failure the fence carries, if any.
+  void throw_failure() const {
+    if (failure_) [[unlikely]] {
+      throw *failure_;
+    }
+  }
+
   std::shared_ptr<Event> event_;
+  std::shared_ptr<const DeviceError> failure_;  ///< a failure of its own, reported when signalled
 };
+
+namespace detail {
+/// `fence`, reporting `error` once it has signalled: the fence of a copy that
+/// `testing::fail_copy` fails.
+inline Fence failing(Fence fence, DeviceError error) {
+  fence.failure_ = std::make_shared<const DeviceError>(std::move(error));
+  return fence;
+}
+}  // namespace detail
 
 }  // namespace stoke::cuda

@@ -71,13 +71,17 @@ cudaError_t delayed_copy(const float* in, float* out, std::size_t count, std::ui
 /// One element-wise optimizer step as the kernels take it (see `stoke::OptimizerStepShape`):
 /// the parameters `[begin, begin + size)` step with the gradients
 /// `reduced[i] * (1 / reduced[parameters + 1])`; a count of zero changes nothing. Thread 0
-/// also copies `reduced`'s three sums to `history[3 * history_slot ...]`.
+/// also copies `reduced`'s three sums to `history[3 * history_slot ...]`. With a `table` (a
+/// step table, see `stoke/core/step_table.hpp`) the history slot, the rate and Adam's decay and
+/// bias corrections are read from the table's row of its counter instead, so the arguments are
+/// the same every step.
 struct OptimizerStep {
   std::uint32_t parameters;    ///< gradients in `reduced`; the three sums follow
   std::uint32_t begin;         ///< first parameter stepped
   std::uint32_t size;          ///< parameters stepped (the state arrays hold as many)
   std::uint32_t history_slot;  ///< the step's index in the epoch
   float learning_rate;         ///< this step's rate
+  const float* table;          ///< the step table, or null: the scalars are these arguments
 };
 
 /// SGD's factors (see `stoke::SgdHyperparameters`).
@@ -101,9 +105,11 @@ struct AdamFactors {
 /// `stoke::max_softmax_classes`).
 struct SoftmaxSizes {
   std::uint32_t rows;       ///< items in the batch
-  std::uint32_t real_rows;  ///< items that are not padding
+  std::uint32_t real_rows;  ///< items that are not padding (where `real_rows_on_device` is null)
   std::uint32_t features;   ///< inputs per item
   std::uint32_t classes;    ///< outputs per item
+  /// The batch's real rows on the device (one word), or null: they are `real_rows`.
+  const std::uint32_t* real_rows_on_device;
 };
 
 /// SGD with heavy-ball momentum on a shard: `v = momentum v + (g + weight_decay p)`,
@@ -117,6 +123,13 @@ cudaError_t sgd_step(const OptimizerStep& step, const SgdFactors& factors, float
 cudaError_t adam_step(const OptimizerStep& step, const AdamFactors& factors, float* parameters,
                       float* first, float* second, const float* reduced, float* history,
                       cudaStream_t stream) noexcept;
+
+/// `out[i] = word` for `i < count` (32-bit words).
+cudaError_t fill_words(std::uint32_t* out, std::size_t count, std::uint32_t word,
+                       cudaStream_t stream) noexcept;
+
+/// One thread: adds one to the step table's counter (its first word, see `OptimizerStep`).
+cudaError_t advance_step(std::uint32_t* table, cudaStream_t stream) noexcept;
 
 /// One thread per item: the gradient of its loss by its logits (`rows x classes`) and its loss
 /// and correctness (`rows x 2`); padding items get zeros.

@@ -90,8 +90,8 @@ class NcclComm {
 class NcclCollective {
  public:
   /// A clique over the local `devices` (`ncclCommInitAll`); devices must be on distinct GPUs
-  /// (NCCL takes one rank a GPU: several lanes of one GPU are a `UsageError` until the
-  /// hierarchical collective sums them on the device first).
+  /// (NCCL takes one rank a GPU: several lanes of one GPU are a `UsageError`; `LaneCollective`
+  /// sums them on the device first and calls NCCL among one leader per GPU).
   explicit NcclCollective(std::vector<Device> devices) : devices_(std::move(devices)) {
     if (devices_.empty()) throw UsageError("stoke: cuda: a collective needs a device");
     std::vector<int> ordinals;
@@ -100,7 +100,7 @@ class NcclCollective {
         std::ostringstream message;
         message << "stoke: cuda: " << device << " shares GPU " << device.ordinal
                 << " with another device of the collective; NCCL takes one device a GPU, and "
-                   "lanes (several devices on one GPU) have no collective yet";
+                   "lanes (several devices on one GPU) sum through cuda::LaneCollective";
         throw UsageError(message.str());
       }
       ordinals.push_back(device.ordinal);

@@ -25,6 +25,7 @@
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
+#include <stoke/cuda/fault_injection.hpp>
 #include <stoke/cuda/fence.hpp>
 #include <stoke/cuda/runtime.hpp>
 
@@ -147,10 +148,11 @@ class Stager {
       Buffer target(context_, bytes.size());
       STOKE_CUDA_CHECK(cudaMemcpyAsync(target.data(), bytes.data(), bytes.size(),
                                        cudaMemcpyHostToDevice, context_->copy_stream()));
-      Fence fence(device(), context_->copy_stream());
-      target.mark_written(fence);
+      const Fence fence(device(), context_->copy_stream());
       lent_->record_use(*where, fence);
-      return Staged<Buffer, Fence>{std::move(target), std::move(fence)};
+      Fence done = reported(fence);
+      target.mark_written(done);
+      return Staged<Buffer, Fence>{std::move(target), std::move(done)};
     }
     host_copies_.fetch_add(1, std::memory_order_relaxed);
     return upload_with(bytes.size(), [&](std::span<std::byte> staging) {
@@ -173,10 +175,11 @@ class Stager {
       STOKE_CUDA_CHECK(cudaMemcpyAsync(target.data(), staging.bytes().data(), size,
                                        cudaMemcpyHostToDevice, context_->copy_stream()));
     }
-    Fence fence(device(), context_->copy_stream());
-    target.mark_written(fence);
+    const Fence fence(device(), context_->copy_stream());
     slot.busy_until(fence);
-    return Staged<Buffer, Fence>{std::move(target), std::move(fence)};
+    Fence done = reported(fence);
+    target.mark_written(done);
+    return Staged<Buffer, Fence>{std::move(target), std::move(done)};
   }
 
   /// Overwrites the start of `target` (a buffer of this device) with `bytes`, after the work
@@ -196,10 +199,11 @@ class Stager {
     target.enqueue_wait_for_uses(context_->copy_stream());
     STOKE_CUDA_CHECK(cudaMemcpyAsync(target.data(), staging.bytes().data(), bytes.size(),
                                      cudaMemcpyHostToDevice, context_->copy_stream()));
-    Fence fence(device(), context_->copy_stream());
-    target.mark_written(fence);
+    const Fence fence(device(), context_->copy_stream());
     slot.busy_until(fence);
-    return fence;
+    Fence done = reported(fence);
+    target.mark_written(done);
+    return done;
   }
 
   /// The bytes of `buffer` (of this device), once the writes queued on it completed.
@@ -222,6 +226,23 @@ class Stager {
   }
 
  private:
+  /// The fence an upload reports for its copy's `fence`: `fence` itself, but for the copy that
+  /// `testing::fail_copy` chose when the stager was made, which carries a failure naming it.
+  /// The staging memory is recycled after `fence` either way.
+  Fence reported(const Fence& fence) {
+    if (fail_copy_ == detail::no_injected_failure) [[likely]] {
+      return fence;
+    }
+    const std::size_t copy = copies_.fetch_add(1, std::memory_order_relaxed);
+    if (copy != fail_copy_) return fence;
+    return detail::failing(fence, DeviceError(Library::cuda, static_cast<int>(cudaErrorUnknown),
+                                              "cudaMemcpyAsync (stoke::cuda::testing::fail_copy "
+                                              "failed copy " +
+                                                  std::to_string(copy) + " of the stager of " +
+                                                  device_name(device()) + ")",
+                                              "an injected fault"));
+  }
+
   /// Throws `UsageError` unless `buffer` is empty or on this stager's device.
   void check_own(const Buffer& buffer) const {
     if (buffer.data() != nullptr && !(buffer.device() == device())) {
@@ -252,6 +273,9 @@ class Stager {
   stoke::StagingSlots<PinnedMemory, Fence, detail::PinnedStaging> slots_;
   std::shared_ptr<Lent> lent_;
   std::atomic<std::size_t> host_copies_{0};
+  /// The copy to fail (`testing::fail_copy`), or `detail::no_injected_failure`.
+  std::size_t fail_copy_ = detail::injected_copy_failure().load(std::memory_order_relaxed);
+  std::atomic<std::size_t> copies_{0};  ///< uploads so far, counted only with `fail_copy_` set
 };
 
 namespace detail {

@@ -48,19 +48,30 @@ inline Stager& stager(const Device& device) {
 /// The backend's name in the argument checks' messages.
 inline constexpr std::string_view backend = "cuda";
 
-/// The kernels' sizes of a softmax batch (checked by `stoke::detail`).
-inline kernels::SoftmaxSizes kernel_sizes(const stoke::detail::SoftmaxSizes& sizes) {
-  return {sizes.rows, sizes.real_rows, sizes.features, sizes.classes};
+/// The kernels' sizes of a softmax batch (checked by `stoke::detail`), its real rows read on
+/// the device from `real_rows` where it is given.
+inline kernels::SoftmaxSizes kernel_sizes(const stoke::detail::SoftmaxSizes& sizes,
+                                          const Buffer* real_rows) {
+  if (real_rows == nullptr) {
+    return {sizes.rows, sizes.real_rows, sizes.features, sizes.classes, nullptr};
+  }
+  stoke::detail::check_real_rows(backend, *real_rows);
+  return {sizes.rows, read_on_device, sizes.features, sizes.classes,
+          static_cast<const std::uint32_t*>(real_rows->data())};
 }
 
 /// Queues `launch(stream)` (the call of `kernel`'s launcher) on the copy stream of the
 /// buffers' device, after the last write of every buffer in `reads` and the last write and
 /// uses of every buffer in `writes`; then marks the buffers it read as used by it and those it
-/// wrote as written by it. Throws `UsageError` for buffers on different devices and
-/// `DeviceError` for a failed launch.
+/// wrote as written by it. A null read (an optional tensor not given) is left out. Throws
+/// `UsageError` for buffers on different devices and `DeviceError` for a failed launch.
 template <class Launch>
-void enqueue(const char* kernel, std::initializer_list<const Buffer*> reads,
+void enqueue(const char* kernel, std::initializer_list<const Buffer*> optional_reads,
              std::initializer_list<Buffer*> writes, Launch&& launch) {
+  std::vector<const Buffer*> reads;
+  for (const Buffer* buffer : optional_reads) {
+    if (buffer != nullptr) reads.push_back(buffer);
+  }
   std::vector<const Buffer*> all(writes.begin(), writes.end());
   all.insert(all.end(), reads.begin(), reads.end());
   const Buffer* home = nullptr;  // the first buffer that has a device
@@ -90,6 +101,94 @@ inline float* floats(const Buffer& buffer) noexcept {
   return buffer.floats().data();
 }
 
+/// The kernels' shape of an optimizer step: its scalars from `step`, or, with a `table`, from
+/// the step table on the device (checked to hold the step's row).
+inline kernels::OptimizerStep optimizer_step(const stoke::detail::OptimizerStepSizes& sizes,
+                                             const OptimizerStepShape& step, const Buffer* table) {
+  if (table == nullptr) {
+    return {sizes.parameters,   sizes.begin,        sizes.size,
+            sizes.history_slot, step.learning_rate, nullptr};
+  }
+  stoke::detail::check_step_table(backend, step, *table);
+  return {sizes.parameters, sizes.begin, sizes.size, read_on_device, 0.0f, floats(*table)};
+}
+
+/// One SGD step: its scalars from `step`, or, with a `table`, from the step table.
+inline void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
+                     Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history,
+                     const Buffer* table) {
+  const auto sizes =
+      stoke::detail::checked_sgd_step(backend, step, parameters, velocity, reduced, history);
+  const kernels::OptimizerStep shape = optimizer_step(sizes, step, table);
+  const kernels::SgdFactors factors{hyper.momentum, hyper.weight_decay};
+  enqueue("the sgd_step kernel", {&reduced, table}, {&parameters, &velocity, &history},
+          [&](cudaStream_t stream) {
+            return kernels::sgd_step(shape, factors, floats(parameters), floats(velocity),
+                                     floats(reduced), floats(history), stream);
+          });
+}
+
+/// One Adam step: its scalars from `hyper` and `step`, or, with a `table`, the changing ones
+/// (rate, decay, bias corrections) from the step table.
+inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
+                      Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
+                      Buffer& history, const Buffer* table) {
+  const auto sizes =
+      stoke::detail::checked_adam_step(backend, step, parameters, first, second, reduced, history);
+  const kernels::OptimizerStep shape = optimizer_step(sizes, step, table);
+  stoke::detail::AdamFactors adam = stoke::detail::adam_factors(hyper, step.learning_rate);
+  if (table != nullptr) adam.decay = adam.correction1 = adam.root_correction2 = 0.0f;  // unread
+  const kernels::AdamFactors factors{adam.beta1, adam.beta2,       adam.epsilon,
+                                     adam.decay, adam.correction1, adam.root_correction2};
+  enqueue("the adam_step kernel", {&reduced, table}, {&parameters, &first, &second, &history},
+          [&](cudaStream_t stream) {
+            return kernels::adam_step(shape, factors, floats(parameters), floats(first),
+                                      floats(second), floats(reduced), floats(history), stream);
+          });
+}
+
+/// A softmax forward pass, its real rows from `shape` or read from `real_rows`.
+inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
+                            const Buffer& parameters, Buffer& dlogits, Buffer& item_stats,
+                            const Buffer* real_rows) {
+  const kernels::SoftmaxSizes sizes =
+      kernel_sizes(stoke::detail::checked_softmax_forward(backend, shape, inputs, labels,
+                                                          parameters, dlogits, item_stats),
+                   real_rows);
+  enqueue("the softmax_forward kernel", {&inputs, &labels, &parameters, real_rows},
+          {&dlogits, &item_stats}, [&](cudaStream_t stream) {
+            return kernels::softmax_forward(
+                sizes, floats(inputs), static_cast<const std::int32_t*>(labels.data()),
+                floats(parameters), floats(dlogits), floats(item_stats), stream);
+          });
+}
+
+/// A softmax batch's gradient sums, its real rows from `shape` or read from `real_rows`.
+inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
+                              const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced,
+                              const Buffer* real_rows) {
+  const kernels::SoftmaxSizes sizes =
+      kernel_sizes(stoke::detail::checked_softmax_gradients(backend, shape, inputs, dlogits,
+                                                            item_stats, reduced),
+                   real_rows);
+  enqueue("the softmax_gradients kernel", {&inputs, &dlogits, &item_stats, real_rows}, {&reduced},
+          [&](cudaStream_t stream) {
+            return kernels::softmax_gradients(sizes, floats(inputs), floats(dlogits),
+                                              floats(item_stats), floats(reduced), stream);
+          });
+}
+
+/// A softmax batch's validation sums, its real rows from `shape` or read from `real_rows`.
+inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums,
+                             const Buffer* real_rows) {
+  const kernels::SoftmaxSizes sizes = kernel_sizes(
+      stoke::detail::checked_softmax_sums(backend, shape, item_stats, sums), real_rows);
+  enqueue("the add_softmax_sums kernel", {&item_stats, real_rows}, {&sums},
+          [&](cudaStream_t stream) {
+            return kernels::add_softmax_sums(sizes, floats(item_stats), floats(sums), stream);
+          });
+}
+
 }  // namespace detail
 
 /// The `stoke::DeviceBackend` operations, as static members: `Backend` derives from this,
@@ -104,6 +203,16 @@ struct Operations {
     STOKE_CUDA_CHECK(cudaMemsetAsync(tensor.data(), 0, tensor.size(), stream));
     tensor.mark_written(Fence(device, stream));
     return tensor;
+  }
+
+  /// Sets every 32-bit word of `tensor` to `word`, after its earlier work; nothing is staged,
+  /// so nothing waits (a batch's real-row count, a sum started again).
+  static void fill_words(Buffer& tensor, std::uint32_t word) {
+    const std::size_t words = tensor.size() / sizeof(std::uint32_t);
+    if (words == 0) return;
+    detail::enqueue("the fill_words kernel", {}, {&tensor}, [&](cudaStream_t stream) {
+      return kernels::fill_words(static_cast<std::uint32_t*>(tensor.data()), words, word, stream);
+    });
   }
 
   /// Overwrites the start of `tensor` with `bytes` (staged: `bytes` may go once this returns),
@@ -123,17 +232,14 @@ struct Operations {
   static void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
                        Buffer& parameters, Buffer& velocity, const Buffer& reduced,
                        Buffer& history) {
-    const auto sizes = stoke::detail::checked_sgd_step(detail::backend, step, parameters, velocity,
-                                                       reduced, history);
-    const kernels::OptimizerStep shape{sizes.parameters, sizes.begin, sizes.size,
-                                       sizes.history_slot, step.learning_rate};
-    const kernels::SgdFactors factors{hyper.momentum, hyper.weight_decay};
-    detail::enqueue("the sgd_step kernel", {&reduced}, {&parameters, &velocity, &history},
-                    [&](cudaStream_t stream) {
-                      return kernels::sgd_step(shape, factors, detail::floats(parameters),
-                                               detail::floats(velocity), detail::floats(reduced),
-                                               detail::floats(history), stream);
-                    });
+    detail::sgd_step(hyper, step, parameters, velocity, reduced, history, nullptr);
+  }
+  /// `sgd_step` reading the rate and the history slot from the step table `table` at its
+  /// counter (`step.learning_rate` is not read; `step.history_slot` only checks the sizes).
+  static void sgd_step(const SgdHyperparameters& hyper, const OptimizerStepShape& step,
+                       Buffer& parameters, Buffer& velocity, const Buffer& reduced, Buffer& history,
+                       const Buffer& table) {
+    detail::sgd_step(hyper, step, parameters, velocity, reduced, history, &table);
   }
 
   /// One Adam step on a shard (see `OptimizerStepShape`); `first` and `second` hold the
@@ -141,20 +247,23 @@ struct Operations {
   static void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
                         Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
                         Buffer& history) {
-    const auto sizes = stoke::detail::checked_adam_step(detail::backend, step, parameters, first,
-                                                        second, reduced, history);
-    const kernels::OptimizerStep shape{sizes.parameters, sizes.begin, sizes.size,
-                                       sizes.history_slot, step.learning_rate};
-    const stoke::detail::AdamFactors adam = stoke::detail::adam_factors(hyper, step.learning_rate);
-    const kernels::AdamFactors factors{adam.beta1, adam.beta2,       adam.epsilon,
-                                       adam.decay, adam.correction1, adam.root_correction2};
-    detail::enqueue("the adam_step kernel", {&reduced}, {&parameters, &first, &second, &history},
-                    [&](cudaStream_t stream) {
-                      return kernels::adam_step(shape, factors, detail::floats(parameters),
-                                                detail::floats(first), detail::floats(second),
-                                                detail::floats(reduced), detail::floats(history),
-                                                stream);
-                    });
+    detail::adam_step(hyper, step, parameters, first, second, reduced, history, nullptr);
+  }
+  /// `adam_step` reading the rate, decay, bias corrections and history slot from the step table
+  /// `table` at its counter (`hyper.step` and `step.learning_rate` are not read).
+  static void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape& step,
+                        Buffer& parameters, Buffer& first, Buffer& second, const Buffer& reduced,
+                        Buffer& history, const Buffer& table) {
+    detail::adam_step(hyper, step, parameters, first, second, reduced, history, &table);
+  }
+
+  /// Adds one to the step table's counter (after the step's optimizer work on it).
+  static void advance_step(Buffer& table) {
+    stoke::detail::require_floats(detail::backend, table.size(), step_table_header,
+                                  "the step table");
+    detail::enqueue("the advance_step kernel", {}, {&table}, [&](cudaStream_t stream) {
+      return kernels::advance_step(static_cast<std::uint32_t*>(table.data()), stream);
+    });
   }
 
   /// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
@@ -162,41 +271,35 @@ struct Operations {
   /// `labels` holds one `int32` a row.
   static void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
                               const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
-    const kernels::SoftmaxSizes sizes = detail::kernel_sizes(stoke::detail::checked_softmax_forward(
-        detail::backend, shape, inputs, labels, parameters, dlogits, item_stats));
-    detail::enqueue("the softmax_forward kernel", {&inputs, &labels, &parameters},
-                    {&dlogits, &item_stats}, [&](cudaStream_t stream) {
-                      return kernels::softmax_forward(
-                          sizes, detail::floats(inputs),
-                          static_cast<const std::int32_t*>(labels.data()),
-                          detail::floats(parameters), detail::floats(dlogits),
-                          detail::floats(item_stats), stream);
-                    });
+    detail::softmax_forward(shape, inputs, labels, parameters, dlogits, item_stats, nullptr);
+  }
+  /// `softmax_forward` reading the real rows from `real_rows` (one `uint32`) on the device.
+  static void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
+                              const Buffer& parameters, Buffer& dlogits, Buffer& item_stats,
+                              const Buffer& real_rows) {
+    detail::softmax_forward(shape, inputs, labels, parameters, dlogits, item_stats, &real_rows);
   }
 
   /// A softmax classifier's gradient sums and step sums into the reduced tensor.
   static void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
                                 const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
-    const kernels::SoftmaxSizes sizes =
-        detail::kernel_sizes(stoke::detail::checked_softmax_gradients(
-            detail::backend, shape, inputs, dlogits, item_stats, reduced));
-    detail::enqueue("the softmax_gradients kernel", {&inputs, &dlogits, &item_stats}, {&reduced},
-                    [&](cudaStream_t stream) {
-                      return kernels::softmax_gradients(
-                          sizes, detail::floats(inputs), detail::floats(dlogits),
-                          detail::floats(item_stats), detail::floats(reduced), stream);
-                    });
+    detail::softmax_gradients(shape, inputs, dlogits, item_stats, reduced, nullptr);
+  }
+  /// `softmax_gradients` reading the real rows from `real_rows` (one `uint32`) on the device.
+  static void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
+                                const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced,
+                                const Buffer& real_rows) {
+    detail::softmax_gradients(shape, inputs, dlogits, item_stats, reduced, &real_rows);
   }
 
   /// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
   static void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
-    const kernels::SoftmaxSizes sizes = detail::kernel_sizes(
-        stoke::detail::checked_softmax_sums(detail::backend, shape, item_stats, sums));
-    detail::enqueue("the add_softmax_sums kernel", {&item_stats}, {&sums},
-                    [&](cudaStream_t stream) {
-                      return kernels::add_softmax_sums(sizes, detail::floats(item_stats),
-                                                       detail::floats(sums), stream);
-                    });
+    detail::add_softmax_sums(shape, item_stats, sums, nullptr);
+  }
+  /// `add_softmax_sums` reading the real rows from `real_rows` (one `uint32`) on the device.
+  static void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums,
+                               const Buffer& real_rows) {
+    detail::add_softmax_sums(shape, item_stats, sums, &real_rows);
   }
 };
 

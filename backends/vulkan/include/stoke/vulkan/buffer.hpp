@@ -18,6 +18,7 @@
 #include <stoke/vulkan/error.hpp>
 #include <stoke/vulkan/fence.hpp>
 #include <stoke/vulkan/memory.hpp>
+#include <stoke/vulkan/thread_counts.hpp>
 
 namespace stoke::vulkan {
 
@@ -47,6 +48,7 @@ class Buffer {
         bytes_((std::max<std::size_t>(size, 4) + 3) / 4 * 4),
         reusable_(kind == MemoryKind::device) {
     if (reusable_) {
+      ++detail::thread_counts().device_buffers_made;
       if (auto kept = context_->reuse(bytes_)) {
         handle_ = kept->buffer;
         memory_ = DeviceMemory::adopt(context_->handle(), kept->memory);

@@ -144,7 +144,18 @@ class ComputePipeline {
       }
     }
     release_set(set, fence.value());
+    {
+      std::lock_guard lock(mutex_);
+      last_push_.assign(push.begin(), push.end());
+    }
     return fence;
+  }
+
+  /// The push constants of the last dispatch (empty before the first): what a test compares
+  /// from step to step, where a step must hand the device no changing scalar.
+  [[nodiscard]] std::vector<std::byte> last_push() const {
+    std::lock_guard lock(mutex_);
+    return last_push_;
   }
 
   /// `dispatch` with the push constants of a trivially copyable `params`.
@@ -253,10 +264,11 @@ class ComputePipeline {
   VkDescriptorSetLayout set_layout_ = VK_NULL_HANDLE;
   VkPipelineLayout layout_ = VK_NULL_HANDLE;
   VkPipeline pipeline_ = VK_NULL_HANDLE;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<VkDescriptorPool> pools_;
   std::vector<Set> sets_;
-  std::uint64_t last_ = 0;  ///< timeline value of the last dispatch
+  std::uint64_t last_ = 0;            ///< timeline value of the last dispatch
+  std::vector<std::byte> last_push_;  ///< the push constants of the last dispatch
 };
 
 }  // namespace stoke::vulkan

@@ -15,8 +15,8 @@
 #include <vulkan/vulkan_core.h>
 
 #include <stoke/vulkan/error.hpp>
-#include <stoke/vulkan/host_waits.hpp>
 #include <stoke/vulkan/logical_device.hpp>
+#include <stoke/vulkan/thread_counts.hpp>
 
 namespace stoke::vulkan {
 
@@ -89,7 +89,7 @@ class TimelineSemaphore {
   /// first waits until the submission that signals `value` was handed to the queue (one held
   /// behind a gate is handed over later), so the driver never waits on a signal not yet made.
   void wait(std::uint64_t value) const {
-    ++detail::host_wait_count();
+    ++detail::thread_counts().host_waits;
     if (queue_timeline_.load()) {
       for (std::uint64_t queued = queued_.load(); queued < value; queued = queued_.load()) {
         queued_.wait(queued);

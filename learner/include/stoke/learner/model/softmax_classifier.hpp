@@ -13,6 +13,7 @@
 
 #include <stoke/core/backend.hpp>
 #include <stoke/core/device_training.hpp>
+#include <stoke/core/device_training_checks.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/learner/device_backend.hpp>
@@ -30,7 +31,10 @@ namespace stoke {
 /// `classes` biases (`Mlp({features, classes})`'s layout). A step checks the batch's labels on
 /// the host and enqueues the forward and backward kernels on its `device_labels`; nothing
 /// waits and nothing is uploaded (a `Data` without `device_labels` has its labels uploaded
-/// by the step). One replica runs one step at a time (it reuses its scratch tensors).
+/// by the step). The kernels read the batch's real rows from a tensor on the device, written
+/// (`B::fill_words`, nothing staged) only when the count changes (a padded last batch), so a
+/// step's arguments are the same every step. One replica runs one step at a time (it reuses its
+/// scratch tensors).
 template <DeviceBackend B, class Data>
 class SoftmaxClassifier {
  public:
@@ -94,8 +98,8 @@ class SoftmaxClassifier {
   void train_step(const BatchType& batch, Tensor& reduced) {
     const SoftmaxShape shape = prepare(batch);
     B::softmax_forward(shape, batch.data.inputs, labels_of(batch.data), parameters_, dlogits_,
-                       item_stats_);
-    B::softmax_gradients(shape, batch.data.inputs, dlogits_, item_stats_, reduced);
+                       item_stats_, real_rows_);
+    B::softmax_gradients(shape, batch.data.inputs, dlogits_, item_stats_, reduced, real_rows_);
   }
 
   /// Enqueues the evaluation of `batch`, adding its loss sum, count and correct count to the
@@ -103,8 +107,8 @@ class SoftmaxClassifier {
   void valid_step(const BatchType& batch, Tensor& sums) {
     const SoftmaxShape shape = prepare(batch);
     B::softmax_forward(shape, batch.data.inputs, labels_of(batch.data), parameters_, dlogits_,
-                       item_stats_);
-    B::add_softmax_sums(shape, item_stats_, sums);
+                       item_stats_, real_rows_);
+    B::add_softmax_sums(shape, item_stats_, sums, real_rows_);
   }
 
  private:
@@ -122,8 +126,9 @@ class SoftmaxClassifier {
     }
   }
 
-  /// Checks `batch` against the model, sizes the scratch tensors and, where the batch has no
-  /// labels on the device, uploads them.
+  /// Checks `batch` against the model, sizes the scratch tensors, writes its real-row count
+  /// where it differs from the last batch's and, where the batch has no labels on the device,
+  /// uploads them.
   SoftmaxShape prepare(const BatchType& batch) {
     const Data& data = batch.data;
     if (batch.padding > batch.size() || data.rows != batch.size() ||
@@ -159,6 +164,11 @@ class SoftmaxClassifier {
     }
     grow(dlogits_, data.rows * classes_);
     grow(item_stats_, data.rows * 2);
+    if (real != real_rows_on_device_) {
+      grow(real_rows_, 1);
+      B::fill_words(real_rows_, detail::kernel_index("SoftmaxClassifier", real, "a batch"));
+      real_rows_on_device_ = real;
+    }
     return SoftmaxShape{data.rows, real, features_, classes_};
   }
 
@@ -175,6 +185,8 @@ class SoftmaxClassifier {
   Tensor labels_;      // the batch's labels, as int32, where it has none on the device
   Tensor dlogits_;     // d(loss)/d(logits), rows x classes
   Tensor item_stats_;  // per item: loss, correct
+  Tensor real_rows_;   // the real rows of the last batch, one uint32
+  std::size_t real_rows_on_device_ = static_cast<std::size_t>(-1);  // what `real_rows_` holds
 };
 
 }  // namespace stoke

@@ -4,17 +4,23 @@
 /// model trains in device memory (`DeviceTrainStep`). Nothing crosses to the host per step:
 /// the model writes its gradient and step sums into one tensor, the backend's collective sums
 /// it, the optimizer kernel reads the item count from it and records the step's sums in an
-/// epoch history that the learner reads once an epoch (or at a checkpoint).
+/// epoch history that the learner reads once an epoch (or at a checkpoint). Given the epoch's
+/// rates, it fills a step table once an epoch (`step_table.hpp`): a step then hands the device
+/// the same arguments every step, and its tensors are made in the first epoch only.
 
 #include <algorithm>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <stoke/core/backend.hpp>
 #include <stoke/core/collective.hpp>
 #include <stoke/core/device_training.hpp>
+#include <stoke/core/error.hpp>
+#include <stoke/core/step_table.hpp>
 #include <stoke/learner/device_backend.hpp>
 #include <stoke/learner/device_train_step.hpp>
 #include <stoke/learner/optim/device_optimizer.hpp>
@@ -71,10 +77,30 @@ class DeviceReplica {
     }
   }
 
-  /// Starts an epoch of `steps` steps: a fresh history of their sums.
+  /// Starts an epoch of `steps` steps whose rates come one a step (`reduce_and_step` hands each
+  /// to the kernel): a history of their sums.
   void begin_epoch(std::size_t steps) {
-    history_ = B::zeros(device_, reduced_tail * std::max<std::size_t>(steps, 1));
-    steps_in_epoch_ = 0;
+    start_history(steps);
+    rates_.clear();
+  }
+
+  /// Starts an epoch of `steps` steps at `rates` (one a step, at least `steps`): a history of
+  /// their sums, and the step table of their scalars, computed here as the kernels' arguments
+  /// would be and uploaded once, its counter at zero. Its steps read their scalars there.
+  void begin_epoch(std::size_t steps, std::span<const float> rates) {
+    if (rates.size() < steps) {
+      throw UsageError("stoke: a device replica's epoch of " + std::to_string(steps) +
+                       " steps got " + std::to_string(rates.size()) + " learning rates");
+    }
+    start_history(steps);
+    rates_.assign(rates.begin(), rates.begin() + static_cast<std::ptrdiff_t>(steps));
+    std::vector<StepScalars> rows(steps);
+    for (std::size_t s = 0; s < steps; ++s) {
+      rows[s] = Traits::scalars(optimizer_, steps_taken_ + 1 + s, rates_[s]);
+    }
+    const std::vector<float> table = step_table(rows);
+    grow(table_, table.size());
+    B::upload(table_, std::as_bytes(std::span(table)));
   }
 
   /// Enqueues the model's step on `batch`, into the reduced tensor.
@@ -88,14 +114,25 @@ class DeviceReplica {
   /// enqueues the optimizer step of this replica's shard at `learning_rate` (then all-gathers
   /// the parameters when sharded). Nothing here waits on the host: the collective marks the
   /// reduced tensor written by its completion, a fence the optimizer's work is ordered after.
+  /// In an epoch begun with its rates, the kernel reads its scalars from the step table and
+  /// the step advances the table's counter; `learning_rate` must be the epoch's rate of this
+  /// step (`UsageError` otherwise).
   void reduce_and_step(float learning_rate) {
+    const bool tabled = !rates_.empty();
+    if (tabled && (steps_in_epoch_ >= rates_.size() ||
+                   std::bit_cast<std::uint32_t>(rates_[steps_in_epoch_]) !=
+                       std::bit_cast<std::uint32_t>(learning_rate))) {
+      throw UsageError("stoke: a device replica's step " + std::to_string(steps_in_epoch_) +
+                       " is not in its epoch's table at rate " + std::to_string(learning_rate));
+    }
     if (sharded()) collective_->all_reduce_sum(d_, reduced_);  // one device: nothing to sum
     ++steps_taken_;
     has_state_ = true;
     Traits::template step<B>(
         optimizer_, steps_taken_,
         OptimizerStepShape{parameters_, own_.begin, own_.size(), learning_rate, steps_in_epoch_},
-        model_.parameters(), std::span(state_), reduced_, history_);
+        model_.parameters(), std::span(state_), reduced_, history_, tabled ? &table_ : nullptr);
+    if (tabled) B::advance_step(table_);
     if (sharded()) collective_->all_gather(d_, model_.parameters());
     ++steps_in_epoch_;
   }
@@ -120,7 +157,7 @@ class DeviceReplica {
   /// The validation sums since the last call (downloaded), which starts them again.
   StepOutput take_valid_sums() {
     const std::vector<float> sums = B::download(valid_sums_);
-    valid_sums_ = B::zeros(device_, reduced_tail);
+    B::fill_words(valid_sums_, 0);  // the float 0
     return read_tail(sums);
   }
 
@@ -142,10 +179,10 @@ class DeviceReplica {
       std::vector<float> array(parameters_, 0.0f);
       std::copy_n(shard.begin(), own_.size(),
                   array.begin() + static_cast<std::ptrdiff_t>(own_.begin));
-      Tensor gathered = B::zeros(device_, parameters_);
-      B::upload(gathered, std::as_bytes(std::span(array)));
-      collective_->all_gather(d_, gathered);
-      const std::vector<float> all = B::download(gathered);
+      grow(gathered_, parameters_);
+      B::upload(gathered_, std::as_bytes(std::span(array)));
+      collective_->all_gather(d_, gathered_);
+      const std::vector<float> all = B::download(gathered_);
       whole.insert(whole.end(), all.begin(), all.begin() + parameters_);
     }
     return whole;
@@ -166,6 +203,17 @@ class DeviceReplica {
  private:
   [[nodiscard]] bool sharded() const noexcept { return devices_ > 1; }
 
+  /// Makes the history hold `steps` steps (it never shrinks: no tensor is made once it holds an
+  /// epoch) and starts counting the epoch's steps.
+  void start_history(std::size_t steps) {
+    grow(history_, reduced_tail * std::max<std::size_t>(steps, 1));
+    steps_in_epoch_ = 0;
+  }
+  /// Makes `tensor` hold at least `floats` floats (it never shrinks).
+  void grow(Tensor& tensor, std::size_t floats) {
+    if (tensor.size() < floats * sizeof(float)) tensor = B::zeros(device_, floats);
+  }
+
   Model model_;
   Optim optimizer_;
   device_t<B> device_;
@@ -179,6 +227,9 @@ class DeviceReplica {
   Tensor reduced_;             // gradient sums, then the step's `StepTail`
   Tensor history_;             // a `StepTail` for every step of the epoch
   Tensor valid_sums_;          // the `StepTail` of validation
+  Tensor table_;               // the step table of the epoch, when begun with its rates
+  Tensor gathered_;            // a whole state array, all-gathered (checkpoints)
+  std::vector<float> rates_;   // the epoch's rates, when it was begun with them
   std::vector<Tensor> state_;  // the optimizer's arrays, own parameter shard only
   std::size_t steps_in_epoch_ = 0;
 };

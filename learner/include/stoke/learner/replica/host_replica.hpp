@@ -57,6 +57,8 @@ class HostReplica {
     steps_.clear();
     steps_.reserve(steps);
   }
+  /// `begin_epoch(steps)`: a host step takes its rate when it steps.
+  void begin_epoch(std::size_t steps, std::span<const float> /*rates*/) { begin_epoch(steps); }
 
   /// Computes the gradient sums of `batch` and its loss, count and correct sums.
   template <class BatchT>

@@ -24,7 +24,9 @@ namespace stoke {
 ///    made on the thread that then drives it;
 /// 2. `R::sums_on_host` is true when a step's sums are on the host as soon as
 ///    `reduce_and_step` returns, false when they stay on the device until `epoch_steps()`;
-/// 3. `r.begin_epoch(steps)` starts an epoch of `steps` steps;
+/// 3. `r.begin_epoch(steps, rates)` starts an epoch of `steps` steps whose learning rates are
+///    `rates` (one a step: the schedule's, which `reduce_and_step` is then given in order), and
+///    `r.begin_epoch(steps)` one whose rates are known only as each step is taken;
 /// 4. `r.train(batch)` computes (or enqueues) the gradient sums and the `StepOutput` of
 ///    `batch`; `r.reduce_and_step(learning_rate)` sums both over the devices and steps the
 ///    optimizer at `learning_rate` with the gradients divided by the summed count; every device
@@ -46,8 +48,10 @@ concept Replica =
       typename R::Collective;
       { R::sums_on_host } -> std::convertible_to<bool>;
     } && requires(R& replica, const R& const_replica, const TrainBatch& train_batch,
-                  const ValidBatch& valid_batch, std::size_t steps, float learning_rate) {
+                  const ValidBatch& valid_batch, std::size_t steps, float learning_rate,
+                  std::span<const float> rates) {
       replica.begin_epoch(steps);
+      replica.begin_epoch(steps, rates);
       replica.train(train_batch);
       replica.reduce_and_step(learning_rate);
       { const_replica.epoch_steps() } -> std::ranges::random_access_range;

@@ -10,6 +10,8 @@
 #include <cstring>
 #include <vector>
 
+#include <stoke/core/step_table.hpp>
+
 namespace stoke {
 
 /// The learner's reduced buffer: `parameters` gradient SUMS, then the step's loss sum, its
@@ -22,7 +24,9 @@ inline constexpr std::size_t reduced_tail = 3;
 /// parameter shard, or all of them), with the gradients `reduced[i] / reduced[parameters + 1]`.
 /// When the count is zero the parameters and the state are left unchanged. The step also copies the
 /// reduced buffer's three sums into `history[3 * history_slot ...]`, so the learner reads an
-/// epoch's step losses once, at its end.
+/// epoch's step losses once, at its end. A step given a step table (`step_table.hpp`) reads its
+/// rate and its history slot from the table on the device instead; the host still checks the
+/// tensors' sizes against `history_slot`.
 struct OptimizerStepShape {
   std::size_t parameters = 0;    ///< floats of gradients in the reduced buffer
   std::size_t begin = 0;         ///< first parameter stepped

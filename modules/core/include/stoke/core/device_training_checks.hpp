@@ -14,6 +14,7 @@
 #include <stoke/core/device_training.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/core/exact_arithmetic.hpp>
+#include <stoke/core/step_table.hpp>
 
 namespace stoke::detail {
 
@@ -107,6 +108,20 @@ OptimizerStepSizes checked_adam_step(std::string_view backend, const OptimizerSt
       backend, step, parameters,
       {{&first, "the first-moment tensor"}, {&second, "the second-moment tensor"}}, reduced,
       history);
+}
+
+/// Throws `UsageError` unless `table` holds the step table's row of step `step.history_slot`
+/// (the step reads its scalars there, see `step_table.hpp`).
+template <class Tensor>
+void check_step_table(std::string_view backend, const OptimizerStepShape& step,
+                      const Tensor& table) {
+  require_floats(backend, table.size(), step_table_floats(step.history_slot + 1), "the step table");
+}
+
+/// Throws `UsageError` unless `real_rows` holds a batch's real-row count (one 32-bit word).
+template <class Tensor>
+void check_real_rows(std::string_view backend, const Tensor& real_rows) {
+  require_floats(backend, real_rows.size(), 1, "the real-row tensor");
 }
 
 /// Adam's factors of one step: the decoupled decay `1 - lr weight_decay` and the bias
