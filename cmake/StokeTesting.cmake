@@ -9,6 +9,9 @@ set(STOKE_TEST_LABELS "" CACHE STRING
 STOKE_LOADER_TESTS_ONLY adds 'loader'")
 option(STOKE_TEST_PCH
   "Compile the test executables with one precompiled header: GoogleTest and tests/support" ON)
+option(STOKE_UNITY_TESTS
+  "Compile each test executable of several sources as one translation unit (a unity build): \
+its sources instantiate the same templates, which are then compiled once" ON)
 option(STOKE_TEST_PER_CASE
   "One CTest test per GoogleTest case (gtest_discover_tests) instead of one per test executable" OFF)
 
@@ -54,6 +57,44 @@ function(stoke_test_use_pch target)
   if(STOKE_TEST_PCH)
     target_precompile_headers(${target} REUSE_FROM stoke_test_support)
   endif()
+endfunction()
+
+# stoke_test_use_unity_build(<target>): <target>'s sources compile as one translation unit where
+# STOKE_UNITY_TESTS is ON: a test executable's files instantiate the same templates of the
+# library (loaders, learners, backends), which a unity build compiles once instead of once a
+# file. The files of one executable therefore keep their file-local names apart.
+# stoke_unity_names_test (tests/CMakeLists.txt) checks that they do.
+function(stoke_test_use_unity_build target)
+  if(NOT STOKE_UNITY_TESTS)
+    return()
+  endif()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_BATCH_SIZE 0)
+  get_target_property(sources ${target} SOURCES)
+  list(FILTER sources INCLUDE REGEX "[.]cpp$")
+  list(LENGTH sources count)
+  if(count GREATER 1)
+    set(files "")
+    foreach(source IN LISTS sources)
+      cmake_path(ABSOLUTE_PATH source BASE_DIRECTORY "${CMAKE_CURRENT_SOURCE_DIR}")
+      list(APPEND files "${source}")
+    endforeach()
+    list(JOIN files "," files)
+    set_property(GLOBAL APPEND PROPERTY STOKE_UNITY_TARGETS "${target}=${files}")
+  endif()
+endfunction()
+
+# stoke_unity_names_test(): a test (label `unit`) that no two files of one unity-built test
+# executable define the same file-local name (scripts/check_unity_names.py); called once every
+# test executable is defined.
+function(stoke_unity_names_test)
+  get_property(targets GLOBAL PROPERTY STOKE_UNITY_TARGETS)
+  if(NOT targets)
+    return()
+  endif()
+  find_package(Python3 REQUIRED COMPONENTS Interpreter)
+  add_test(NAME stoke_unity_file_local_names
+    COMMAND Python3::Interpreter ${PROJECT_SOURCE_DIR}/scripts/check_unity_names.py ${targets})
+  set_tests_properties(stoke_unity_file_local_names PROPERTIES LABELS unit)
 endfunction()
 
 # GoogleTest writes each test executable's results here (--gtest_output=json), one file per
@@ -103,5 +144,6 @@ function(stoke_add_test name)
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE stoke_test_support ${ARG_LIBRARIES})
   stoke_test_use_pch(${name})
+  stoke_test_use_unity_build(${name})
   stoke_add_gtest(${name} LABELS ${ARG_LABELS})
 endfunction()

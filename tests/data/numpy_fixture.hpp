@@ -15,9 +15,11 @@
 #include <span>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include <stoke/data/sources/array_shard.hpp>
 
+#include "npy_files.hpp"
 #include "python_fixtures.hpp"
 
 namespace stoke::testing {
@@ -75,5 +77,14 @@ class NumpyFiles : public PythonFixtureSuite<NumpyFixtureScript> {
   /// The file `name` numpy wrote.
   static std::filesystem::path file(const std::string& name) { return fixture_dir() / name; }
 };
+
+/// A float32 npy file (version `version`) of `shape` whose values are `numpy_value`'s.
+inline FileBytes float_npy(const std::vector<std::size_t>& shape, int version = 1) {
+  std::size_t count = 1;
+  for (const std::size_t d : shape) count *= d;
+  std::vector<float> values(count);
+  for (std::size_t i = 0; i < count; ++i) values[i] = numpy_value<float>(i);
+  return npy_file(npy_header("<f4", shape), le_bytes(values), version);
+}
 
 }  // namespace stoke::testing

@@ -19,9 +19,7 @@ using stoke::testing::FailingDataset;
 using stoke::testing::IotaDataset;
 using stoke::testing::ItemsBatcher;
 
-auto builder() {
-  return stoke::DataLoaderBuilder<Backend, ItemsBatcher>(ItemsBatcher{});
-}
+using stoke::testing::items_builder;
 
 std::vector<std::size_t> sorted(std::vector<std::size_t> values) {
   std::sort(values.begin(), values.end());
@@ -35,7 +33,7 @@ std::vector<std::size_t> iota(std::size_t n) {
 }
 
 TEST(BatchLoader, YieldsEverySampleInOrderWithoutShuffle) {
-  auto loader = builder().batch_size(3).build_batch_loader(IotaDataset{10});
+  auto loader = items_builder().batch_size(3).build_batch_loader(IotaDataset{10});
   std::vector<std::size_t> sizes;
   for (auto& batch : loader.iter()) sizes.push_back(batch.size());
   EXPECT_EQ(sizes, (std::vector<std::size_t>{3, 3, 3, 1}));
@@ -43,7 +41,7 @@ TEST(BatchLoader, YieldsEverySampleInOrderWithoutShuffle) {
 }
 
 TEST(BatchLoader, BatchCarriesEpochStepAndIndices) {
-  auto loader = builder().batch_size(4).shuffle(5).build_batch_loader(IotaDataset{10});
+  auto loader = items_builder().batch_size(4).shuffle(5).build_batch_loader(IotaDataset{10});
   std::size_t step = 0;
   for (auto& batch : loader.iter()) {
     EXPECT_EQ(batch.epoch, 0u);
@@ -54,7 +52,7 @@ TEST(BatchLoader, BatchCarriesEpochStepAndIndices) {
 }
 
 TEST(BatchLoader, ShuffleVisitsEverySampleOnceInANewOrderEachEpoch) {
-  auto loader = builder().batch_size(8).shuffle(11).build_batch_loader(IotaDataset{200});
+  auto loader = items_builder().batch_size(8).shuffle(11).build_batch_loader(IotaDataset{200});
   std::set<std::vector<std::size_t>> orders;
   for (int epoch = 0; epoch < 5; ++epoch) {
     const auto items = epoch_items(loader);
@@ -66,14 +64,14 @@ TEST(BatchLoader, ShuffleVisitsEverySampleOnceInANewOrderEachEpoch) {
 }
 
 TEST(BatchLoader, SameSeedGivesSameOrder) {
-  auto a = builder().batch_size(8).shuffle(11).build_batch_loader(IotaDataset{100});
-  auto b = builder().batch_size(8).shuffle(11).build_batch_loader(IotaDataset{100});
+  auto a = items_builder().batch_size(8).shuffle(11).build_batch_loader(IotaDataset{100});
+  auto b = items_builder().batch_size(8).shuffle(11).build_batch_loader(IotaDataset{100});
   EXPECT_EQ(epoch_items(a), epoch_items(b));
   EXPECT_EQ(epoch_items(a), epoch_items(b));
 }
 
 TEST(BatchLoader, SetEpochReplaysThatEpoch) {
-  auto loader = builder().batch_size(8).shuffle(3).build_batch_loader(IotaDataset{50});
+  auto loader = items_builder().batch_size(8).shuffle(3).build_batch_loader(IotaDataset{50});
   epoch_items(loader);
   const auto second = epoch_items(loader);
   loader.set_epoch(1);
@@ -81,7 +79,7 @@ TEST(BatchLoader, SetEpochReplaysThatEpoch) {
 }
 
 TEST(BatchLoader, DropLastDropsTheIncompleteBatch) {
-  auto loader = builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10});
+  auto loader = items_builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10});
   EXPECT_EQ(loader.num_batches(), 2u);
   EXPECT_EQ(loader.num_items(), 8u);
   EXPECT_EQ(loader.layout(0).dropped, 2u);
@@ -91,20 +89,22 @@ TEST(BatchLoader, DropLastDropsTheIncompleteBatch) {
 }
 
 TEST(BatchLoader, ReportsThePaddingAndTheDroppedSamplesOfTheNextEpoch) {
-  const auto padded =
-      builder().batch_size(4).remainder(stoke::Remainder::pad).build_batch_loader(IotaDataset{10});
+  const auto padded = items_builder()
+                          .batch_size(4)
+                          .remainder(stoke::Remainder::pad)
+                          .build_batch_loader(IotaDataset{10});
   EXPECT_EQ(padded.num_items(), 12u);
   EXPECT_EQ(padded.num_padded(), 2u);
   EXPECT_EQ(padded.num_dropped(), 0u);
   // Split in three, 10 samples in batches of 4 fill no round of 12: each part drops them all.
   const auto part =
-      builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10}).share(3, 1);
+      items_builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10}).share(3, 1);
   EXPECT_EQ(part.num_batches(), 0u);
   EXPECT_EQ(part.num_dropped(), 10u);
 }
 
 TEST(BatchLoader, PadFillsTheLastBatchAndMarksThePadding) {
-  auto loader = builder().batch_size(4).pad().build_batch_loader(IotaDataset{10});
+  auto loader = items_builder().batch_size(4).pad().build_batch_loader(IotaDataset{10});
   std::vector<std::size_t> padding;
   for (auto& batch : loader.iter()) padding.push_back(batch.padding);
   EXPECT_EQ(padding, (std::vector<std::size_t>{0, 0, 2}));
@@ -112,14 +112,14 @@ TEST(BatchLoader, PadFillsTheLastBatchAndMarksThePadding) {
 }
 
 TEST(BatchLoader, BatchesAreMadeForTheDeviceSet) {
-  auto loader = builder().batch_size(4).device({2}).build_batch_loader(IotaDataset{8});
+  auto loader = items_builder().batch_size(4).device({2}).build_batch_loader(IotaDataset{8});
   for (auto& batch : loader.iter()) EXPECT_EQ(batch.data.device, (stoke::cpu::Device{2}));
   loader.set_device({5});
   for (auto& batch : loader.iter()) EXPECT_EQ(batch.data.device, (stoke::cpu::Device{5}));
 }
 
 TEST(BatchLoader, SlicesArePositionsOfTheEpochOrderAndRedrawnEachEpoch) {
-  auto loader = builder().batch_size(5).shuffle(9).build_batch_loader(IotaDataset{100});
+  auto loader = items_builder().batch_size(5).shuffle(9).build_batch_loader(IotaDataset{100});
   auto first = loader.slice(0, 50);
   auto second = loader.slice(50, 100);
   EXPECT_EQ(first.num_items(), 50u);
@@ -135,7 +135,7 @@ TEST(BatchLoader, SlicesArePositionsOfTheEpochOrderAndRedrawnEachEpoch) {
 }
 
 TEST(BatchLoader, SliceEndIsClampedToTheEpoch) {
-  auto loader = builder().batch_size(4).build_batch_loader(IotaDataset{10});
+  auto loader = items_builder().batch_size(4).build_batch_loader(IotaDataset{10});
   EXPECT_EQ(loader.slice(8, 1000).num_items(), 2u);
   EXPECT_EQ(loader.slice(20, 30).num_items(), 0u);
 }
@@ -181,20 +181,20 @@ TEST(BatchLoader, ErrorInBatcherIsReportedWithTheBatchsFirstIndex) {
 }
 
 TEST(BatchLoader, EmptyDatasetYieldsNoBatches) {
-  auto loader = builder().batch_size(4).shuffle(1).build_batch_loader(IotaDataset{0});
+  auto loader = items_builder().batch_size(4).shuffle(1).build_batch_loader(IotaDataset{0});
   EXPECT_TRUE(epoch_items(loader).empty());
   EXPECT_EQ(loader.num_batches(), 0u);
 }
 
 TEST(BatchLoader, BatchLargerThanDatasetGivesOneBatch) {
-  auto loader = builder().batch_size(64).build_batch_loader(IotaDataset{5});
+  auto loader = items_builder().batch_size(64).build_batch_loader(IotaDataset{5});
   EXPECT_EQ(loader.num_batches(), 1u);
   EXPECT_EQ(epoch_items(loader), iota(5));
 }
 
 TEST(Builder, RejectsZeroBatchSizeAndZeroPrefetch) {
-  EXPECT_THROW(builder().batch_size(0), stoke::UsageError);
-  EXPECT_THROW(builder().queue_depth(0), stoke::UsageError);
+  EXPECT_THROW(items_builder().batch_size(0), stoke::UsageError);
+  EXPECT_THROW(items_builder().queue_depth(0), stoke::UsageError);
 }
 
 }  // namespace

@@ -87,9 +87,7 @@ struct HangingBatcher {
   }
 };
 
-auto builder() {
-  return stoke::DataLoaderBuilder<Backend, ItemsBatcher>(ItemsBatcher{});
-}
+using stoke::testing::items_builder;
 
 /// The `TimeoutError` that reading one epoch of `loader` ends in (none: the test fails).
 template <class Loader>
@@ -105,7 +103,7 @@ std::optional<stoke::TimeoutError> timeout_of(Loader& loader) {
 
 TEST(BatchTimeout, AGetThatHangsThrowsNamingTheWorkerTheStageAndTheIndex) {
   const HangingDataset dataset{.count = 40, .hang_at = 9};  // step 2 of batches of 4
-  auto loader = builder().batch_size(4).num_workers(2).batch_timeout(200ms).build(dataset);
+  auto loader = items_builder().batch_size(4).num_workers(2).batch_timeout(200ms).build(dataset);
   const auto start = Clock::now();
   const auto error = timeout_of(loader);
   const auto waited = Clock::now() - start;
@@ -143,7 +141,7 @@ TEST(BatchTimeout, ABatcherThatHangsIsNamedWithTheBatchsFirstIndex) {
 
 TEST(BatchTimeout, TheLoaderGoesOnOnceTheHangingReadReturns) {
   const HangingDataset dataset{.count = 40, .hang_at = 9};
-  auto loader = builder().batch_size(4).num_workers(2).batch_timeout(100ms).build(dataset);
+  auto loader = items_builder().batch_size(4).num_workers(2).batch_timeout(100ms).build(dataset);
   ASSERT_TRUE(timeout_of(loader).has_value());
   dataset.gate->open();
   std::vector<std::size_t> expected(40);
@@ -157,7 +155,7 @@ TEST(BatchTimeout, DroppingTheLoaderDoesNotWaitForAWorkerThatStillHangs) {
   std::shared_ptr<Gate> gate = dataset.gate;
   {
     auto loader =
-        builder().batch_size(4).num_workers(3).batch_timeout(100ms).build(std::move(dataset));
+        items_builder().batch_size(4).num_workers(3).batch_timeout(100ms).build(std::move(dataset));
     ASSERT_TRUE(timeout_of(loader).has_value());
     const auto start = Clock::now();
     {
@@ -217,7 +215,7 @@ struct PacedDataset {
 
 TEST(BatchTimeout, BatchesSlowerThanUsualButWithinTheTimeoutAreAllDelivered) {
   const PacedDataset dataset;
-  auto loader = builder().batch_size(4).num_workers(2).batch_timeout(2000ms).build(dataset);
+  auto loader = items_builder().batch_size(4).num_workers(2).batch_timeout(2000ms).build(dataset);
   for (int epoch = 0; epoch < 2; ++epoch) {
     std::vector<std::size_t> items;
     for (auto& batch : loader.iter()) {
@@ -229,7 +227,7 @@ TEST(BatchTimeout, BatchesSlowerThanUsualButWithinTheTimeoutAreAllDelivered) {
 }
 
 TEST(BatchTimeout, MustBeAtLeastOneMillisecond) {
-  EXPECT_THROW(builder().batch_timeout(0ms), stoke::UsageError);
+  EXPECT_THROW(items_builder().batch_timeout(0ms), stoke::UsageError);
 }
 
 }  // namespace

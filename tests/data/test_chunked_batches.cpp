@@ -23,6 +23,7 @@
 #include <stoke/stoke.hpp>
 
 #include "stoke_test_support.hpp"
+#include "test_sync.hpp"
 #include "toy_images.hpp"
 
 namespace {
@@ -32,8 +33,7 @@ using stoke::testing::IotaDataset;
 using stoke::testing::ToyImages;
 using namespace std::chrono_literals;
 
-/// How long a test double waits for another thread before it gives up (the test then fails).
-constexpr auto patience = 10s;
+using stoke::testing::patience;
 
 /// Sample `i` is the row `{i, 2i, 3i}`.
 struct RowDataset {

@@ -32,12 +32,9 @@ using stoke::testing::IotaDataset;
 using stoke::testing::ItemsBatcher;
 using stoke::testing::thread_count;
 
-auto builder() {
-  return stoke::DataLoaderBuilder<Backend, ItemsBatcher>(ItemsBatcher{});
-}
+using stoke::testing::items_builder;
 
-/// How long a test double waits for another thread before it gives up (the test then fails).
-constexpr auto patience = std::chrono::seconds(10);
+using stoke::testing::patience;
 
 /// Sample `i` is `i`; reading an index from `gated_from` on waits for the gate.
 struct GatedDataset {
@@ -100,7 +97,7 @@ auto pairing_loader(Configure configure, std::size_t workers, std::size_t count,
                     std::size_t epochs) {
   PairingBatcher batcher;
   if (workers >= 2) {
-    auto reference = configure(builder()).build_batch_loader(IotaDataset{count});
+    auto reference = configure(items_builder()).build_batch_loader(IotaDataset{count});
     for (std::size_t epoch = 0; epoch < epochs; ++epoch) {
       auto& batches = batcher.steps->epochs.emplace_back();
       for (auto& batch : reference.iter()) batches.push_back(batch.data.items);
@@ -113,7 +110,7 @@ auto pairing_loader(Configure configure, std::size_t workers, std::size_t count,
 
 TEST(MultiThreadLoader, StartsNoThreadBeforeTheFirstIter) {
   const std::size_t before = baseline_thread_count();
-  auto loader = builder().batch_size(4).num_workers(3).build(IotaDataset{40});
+  auto loader = items_builder().batch_size(4).num_workers(3).build(IotaDataset{40});
   EXPECT_FALSE(loader.workers_started());
   EXPECT_EQ(loader.num_batches(), 10u);  // asking questions starts nothing either
   EXPECT_EQ(thread_count(), before);
@@ -126,7 +123,7 @@ TEST(MultiThreadLoader, StartsNoThreadBeforeTheFirstIter) {
 
 TEST(MultiThreadLoader, KeepsItsWorkersAcrossEpochs) {
   const std::size_t before = baseline_thread_count();
-  auto loader = builder().batch_size(4).num_workers(2).shuffle(1).build(IotaDataset{40});
+  auto loader = items_builder().batch_size(4).num_workers(2).shuffle(1).build(IotaDataset{40});
   for (int epoch = 0; epoch < 4; ++epoch) {
     EXPECT_EQ(epoch_items(loader).size(), 40u);
     EXPECT_EQ(thread_count(), before + 2) << "epoch " << epoch;
@@ -136,14 +133,14 @@ TEST(MultiThreadLoader, KeepsItsWorkersAcrossEpochs) {
 TEST(MultiThreadLoader, JoinsItsWorkersWhenDropped) {
   const std::size_t before = baseline_thread_count();
   {
-    auto loader = builder().batch_size(4).num_workers(3).build(IotaDataset{40});
+    auto loader = items_builder().batch_size(4).num_workers(3).build(IotaDataset{40});
     epoch_items(loader);
   }
   EXPECT_EQ(thread_count(), before);
 }
 
 TEST(MultiThreadLoader, GivesTheSameBatchesAsTheCallerThreadLoaderForAnyWorkerCount) {
-  auto reference = builder().batch_size(7).shuffle(21).build_batch_loader(IotaDataset{150});
+  auto reference = items_builder().batch_size(7).shuffle(21).build_batch_loader(IotaDataset{150});
   std::vector<std::vector<std::size_t>> expected;
   for (int epoch = 0; epoch < 3; ++epoch) expected.push_back(epoch_items(reference));
   for (std::size_t workers : {0u, 1u, 2u, 3u, 8u}) {
@@ -215,7 +212,8 @@ TEST(MultiThreadLoader, NeverRunsMoreThanQueueDepthBatchesAhead) {
 }
 
 TEST(MultiThreadLoader, RethrowsAWorkerErrorWithIndexWorkerAndDevice) {
-  auto loader = builder().batch_size(4).num_workers(2).device({1}).build(FailingDataset{40, 17});
+  auto loader =
+      items_builder().batch_size(4).num_workers(2).device({1}).build(FailingDataset{40, 17});
   std::size_t delivered = 0;
   try {
     for (auto& batch : loader.iter()) delivered += batch.size();
@@ -231,7 +229,7 @@ TEST(MultiThreadLoader, RethrowsAWorkerErrorWithIndexWorkerAndDevice) {
 }
 
 TEST(MultiThreadLoader, CanRunAnotherEpochAfterAnError) {
-  auto loader = builder().batch_size(4).num_workers(2).build(FailingDataset{40, 17});
+  auto loader = items_builder().batch_size(4).num_workers(2).build(FailingDataset{40, 17});
   EXPECT_THROW(epoch_items(loader), stoke::DataError);
   EXPECT_THROW(epoch_items(loader), stoke::DataError);  // the workers still serve epochs
 }
@@ -241,7 +239,7 @@ TEST(MultiThreadLoader, DroppingARangeMidEpochThenTheLoaderDoesNotHang) {
   {
     // Reads from step 3 on wait for the gate: the workers read them while the range goes.
     const GatedDataset dataset{.count = 400, .gated_from = 6};
-    auto loader = builder().batch_size(2).num_workers(3).queue_depth(4).build(dataset);
+    auto loader = items_builder().batch_size(2).num_workers(3).queue_depth(4).build(dataset);
     for (auto& batch : loader.iter()) {
       if (batch.step == 2) break;
     }
@@ -261,7 +259,7 @@ TEST(MultiThreadLoader, RangeCanOutliveItsLoader) {
   auto range = std::make_unique<
       stoke::BatchRange<stoke::MultiThreadLoader<IotaDataset, ItemsBatcher, Backend>::batch_type>>(
       [] {
-        auto loader = builder().batch_size(5).num_workers(2).build(IotaDataset{50});
+        auto loader = items_builder().batch_size(5).num_workers(2).build(IotaDataset{50});
         return loader.iter();
       }());
   std::size_t items = 0;
@@ -270,7 +268,7 @@ TEST(MultiThreadLoader, RangeCanOutliveItsLoader) {
 }
 
 TEST(MultiThreadLoader, ANewIterSupersedesAnOpenRange) {
-  auto loader = builder().batch_size(2).num_workers(2).build(IotaDataset{20});
+  auto loader = items_builder().batch_size(2).num_workers(2).build(IotaDataset{20});
   auto first = loader.iter();
   auto it = first.begin();
   auto second = loader.iter();
@@ -281,7 +279,7 @@ TEST(MultiThreadLoader, ANewIterSupersedesAnOpenRange) {
 }
 
 TEST(MultiThreadLoader, CopiesStartTheirOwnWorkers) {
-  auto loader = builder().batch_size(4).num_workers(2).build(IotaDataset{40});
+  auto loader = items_builder().batch_size(4).num_workers(2).build(IotaDataset{40});
   epoch_items(loader);
   auto copy = loader;
   EXPECT_TRUE(loader.workers_started());

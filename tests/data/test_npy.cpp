@@ -32,21 +32,11 @@ static_assert(stoke::Dataset<stoke::NpyDataset<float>>);
 static_assert(
     std::is_same_v<stoke::dataset_item_t<stoke::NpyDataset<float>>, stoke::ArrayRow<float>>);
 
-std::filesystem::path write(const TempDir& dir, const std::string& name, const FileBytes& bytes) {
-  return dir.write(name, stoke::testing::file_bytes(bytes));
-}
-
-/// A float32 npy file of `shape` whose values are the formula's.
-FileBytes float_npy(const std::vector<std::size_t>& shape, int version = 1) {
-  std::size_t count = 1;
-  for (const std::size_t d : shape) count *= d;
-  std::vector<float> values(count);
-  for (std::size_t i = 0; i < count; ++i) values[i] = stoke::testing::numpy_value<float>(i);
-  return npy_file(npy_header("<f4", shape), stoke::testing::le_bytes(values), version);
-}
+using stoke::testing::float_npy;
+using stoke::testing::write_file;
 
 /// The InputError message of `read_npy_info` and of `load_npy` on `path` (the same refusal).
-std::string refusal(const std::filesystem::path& path) {
+std::string npy_refusal(const std::filesystem::path& path) {
   const std::string info = message_of<stoke::InputError>([&] { (void)stoke::read_npy_info(path); });
   const std::string load = message_of<stoke::InputError>([&] { (void)stoke::load_npy(path); });
   EXPECT_EQ(info, load);
@@ -115,28 +105,28 @@ TEST_F(NpyFromNumpy, DatasetRefusesAnotherDtypeNamingBoth) {
 }
 
 TEST_F(NpyFromNumpy, RefusesFortranOrderSayingHowToSaveInCOrder) {
-  EXPECT_THAT(refusal(file("fortran.npy")),
+  EXPECT_THAT(npy_refusal(file("fortran.npy")),
               AllOf(HasSubstr("Fortran-order"), HasSubstr("np.ascontiguousarray"),
                     HasSubstr("at offset 10")));
 }
 
 TEST_F(NpyFromNumpy, RefusesObjectArrays) {
-  EXPECT_THAT(refusal(file("object.npy")), AllOf(HasSubstr("object array"), HasSubstr("'|O'")));
+  EXPECT_THAT(npy_refusal(file("object.npy")), AllOf(HasSubstr("object array"), HasSubstr("'|O'")));
 }
 
 TEST_F(NpyFromNumpy, RefusesBigEndianSayingHowToSaveLittleEndian) {
-  EXPECT_THAT(refusal(file("big_endian.npy")),
+  EXPECT_THAT(npy_refusal(file("big_endian.npy")),
               AllOf(HasSubstr("big-endian dtype '>i4' at offset 20"), HasSubstr("astype('<i4')")));
 }
 
 TEST_F(NpyFromNumpy, RefusesStructuredAndUnsupportedDtypes) {
-  EXPECT_THAT(refusal(file("structured.npy")), HasSubstr("structured dtype"));
-  EXPECT_THAT(refusal(file("float16.npy")),
+  EXPECT_THAT(npy_refusal(file("structured.npy")), HasSubstr("structured dtype"));
+  EXPECT_THAT(npy_refusal(file("float16.npy")),
               AllOf(HasSubstr("unsupported dtype '<f2' at offset 20"), HasSubstr("<f4, <f8")));
 }
 
 TEST_F(NpyFromNumpy, RefusesA0dArrayForHavingNoFirstAxis) {
-  EXPECT_THAT(refusal(file("scalar.npy")),
+  EXPECT_THAT(npy_refusal(file("scalar.npy")),
               AllOf(HasSubstr("0-d array"), HasSubstr("no first axis"), HasSubstr("atleast_1d")));
 }
 
@@ -146,7 +136,7 @@ TEST(NpyFile, ReadsHeadersOtherWritersMayWrite) {
   const TempDir dir;
   // Double quotes, keys in another order, no newline, no padding, a 1-tuple without a comma.
   const std::string header = "{\"shape\": (2), 'fortran_order': False, 'descr': '<u2'}";
-  const auto path = write(dir, "a.npy", npy_file(header, {1, 0, 2, 0}, 1, 0));
+  const auto path = write_file(dir, "a.npy", npy_file(header, {1, 0, 2, 0}, 1, 0));
   EXPECT_EQ(stoke::read_npy_info(path), (ArrayInfo{DType::u16, {2}}));
   const stoke::ArrayShard shard = stoke::load_npy(path);
   const auto values = shard.values<std::uint16_t>(0, 2);
@@ -156,7 +146,7 @@ TEST(NpyFile, ReadsHeadersOtherWritersMayWrite) {
 
 TEST(NpyFile, MapsTheFileInPlace) {
   const TempDir dir;
-  const auto path = write(dir, "a.npy", float_npy({4, 2}));
+  const auto path = write_file(dir, "a.npy", float_npy({4, 2}));
   const stoke::ArrayShard shard = stoke::load_npy(path);
   ASSERT_EQ(shard.values<float>(3)[1], stoke::testing::numpy_value<float>(7));
   // A write to the file shows through the mapping: the shard views the file, not a copy.
@@ -169,9 +159,9 @@ TEST(NpyFile, MapsDataThatIsNotAlignedForItsTypeInPlace) {
   const TempDir dir;
   std::vector<double> values{1.5, -2.0, 3.25};
   // A header of 50 bytes: the data starts at offset 60, not a multiple of 8.
-  const auto path = write(dir, "a.npy",
-                          npy_file("{'descr':'<f8','fortran_order':False,'shape':(3,)}",
-                                   stoke::testing::le_bytes(values), 1, 0));
+  const auto path = write_file(dir, "a.npy",
+                               npy_file("{'descr':'<f8','fortran_order':False,'shape':(3,)}",
+                                        stoke::testing::le_bytes(values), 1, 0));
   const stoke::ArrayShard shard = stoke::load_npy(path);
   EXPECT_FALSE(shard.aligned());
   std::vector<double> read(3);
@@ -188,24 +178,24 @@ TEST(NpyFile, MapsDataThatIsNotAlignedForItsTypeInPlace) {
 
 TEST(NpyFile, RefusesAMissingFileAndOneThatIsNotRegular) {
   const TempDir dir;
-  EXPECT_THAT(refusal(dir / "missing.npy"), HasSubstr("No such file"));
-  EXPECT_THAT(refusal(dir.path()), HasSubstr("not a regular file"));
+  EXPECT_THAT(npy_refusal(dir / "missing.npy"), HasSubstr("No such file"));
+  EXPECT_THAT(npy_refusal(dir.path()), HasSubstr("not a regular file"));
 }
 
 TEST(NpyFile, RefusesABadMagicStringAtOffset0) {
   const TempDir dir;
   FileBytes bytes = float_npy({2});
   bytes[1] = 'X';
-  EXPECT_THAT(refusal(write(dir, "a.npy", bytes)),
+  EXPECT_THAT(npy_refusal(write_file(dir, "a.npy", bytes)),
               AllOf(HasSubstr("wrong magic string 0x935855"), HasSubstr("at offset 0")));
 }
 
 TEST(NpyFile, RefusesATruncatedPreambleAndAnEmptyFile) {
   const TempDir dir;
   const FileBytes whole = float_npy({2});
-  EXPECT_THAT(refusal(write(dir, "a.npy", FileBytes(whole.begin(), whole.begin() + 9))),
+  EXPECT_THAT(npy_refusal(write_file(dir, "a.npy", FileBytes(whole.begin(), whole.begin() + 9))),
               AllOf(HasSubstr("truncated header"), HasSubstr("at offset 9")));
-  EXPECT_THAT(refusal(write(dir, "empty.npy", {})),
+  EXPECT_THAT(npy_refusal(write_file(dir, "empty.npy", {})),
               AllOf(HasSubstr("truncated header"), HasSubstr("at offset 0")));
 }
 
@@ -213,7 +203,7 @@ TEST(NpyFile, RefusesAnUnknownVersionAtOffset6) {
   const TempDir dir;
   FileBytes bytes = float_npy({2});
   bytes[6] = 4;
-  EXPECT_THAT(refusal(write(dir, "a.npy", bytes)),
+  EXPECT_THAT(npy_refusal(write_file(dir, "a.npy", bytes)),
               AllOf(HasSubstr("version 4.0 at offset 6"), HasSubstr("1.0, 2.0 and 3.0")));
 }
 
@@ -221,19 +211,19 @@ TEST(NpyFile, RefusesAHeaderLongerThanTheFileOrTheLimit) {
   const TempDir dir;
   FileBytes bytes = float_npy({2});
   bytes[8] = 0xFF;  // 0x00FF: beyond the 136-byte file (128 header bytes, then 8)
-  EXPECT_THAT(refusal(write(dir, "a.npy", bytes)),
+  EXPECT_THAT(npy_refusal(write_file(dir, "a.npy", bytes)),
               AllOf(HasSubstr("truncated header"), HasSubstr("at offset 265"),
                     HasSubstr("past the end at offset 136")));
   FileBytes v2 = float_npy({2}, 2);
   v2[10] = 0x20;  // 0x00200074: 2 MiB
-  EXPECT_THAT(refusal(write(dir, "b.npy", v2)),
+  EXPECT_THAT(npy_refusal(write_file(dir, "b.npy", v2)),
               AllOf(HasSubstr("header length 2097268 at offset 8"), HasSubstr("1048576")));
 }
 
 TEST(NpyFile, RefusesMalformedHeadersNamingTheOffset) {
   const TempDir dir;
   const auto refused = [&](const std::string& header) {
-    return refusal(write(dir, "a.npy", npy_file(header, {0, 0, 0, 0})));
+    return npy_refusal(write_file(dir, "a.npy", npy_file(header, {0, 0, 0, 0})));
   };
   EXPECT_THAT(refused("{'descr' '<f4', 'fortran_order': False, 'shape': (1,), }"),
               HasSubstr("malformed header: expected ':' at offset 19"));
@@ -258,7 +248,7 @@ TEST(NpyFile, RefusesShapesWhoseBytesOverflowEvenWithAZeroExtent) {
   const TempDir dir;
   for (const std::string shape : {"(4294967296, 4294967296)", "(0, 4294967296, 4294967296)"}) {
     const std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': " + shape + "}";
-    EXPECT_THAT(refusal(write(dir, "a.npy", npy_file(header, {}))),
+    EXPECT_THAT(npy_refusal(write_file(dir, "a.npy", npy_file(header, {}))),
                 AllOf(HasSubstr("declares more bytes than the address space holds"),
                       HasSubstr("at offset 10")));
   }
@@ -268,12 +258,12 @@ TEST(NpyFile, RefusesDataShorterOrLongerThanTheShapeNeeds) {
   const TempDir dir;
   FileBytes bytes = float_npy({3, 2});
   FileBytes shorter(bytes.begin(), bytes.end() - 3);
-  EXPECT_THAT(refusal(write(dir, "short.npy", shorter)),
+  EXPECT_THAT(npy_refusal(write_file(dir, "short.npy", shorter)),
               AllOf(HasSubstr("truncated data: float32 [3, 2] needs 24 bytes of data at "
                               "offset 128"),
                     HasSubstr("ends at offset 149 after 21")));
   bytes.push_back(0);
-  EXPECT_THAT(refusal(write(dir, "long.npy", bytes)),
+  EXPECT_THAT(npy_refusal(write_file(dir, "long.npy", bytes)),
               HasSubstr("1 unexpected bytes after the data at offset 152"));
 }
 

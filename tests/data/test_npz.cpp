@@ -35,16 +35,8 @@ using testing::AllOf;
 using testing::ElementsAre;
 using testing::HasSubstr;
 
-std::filesystem::path write(const TempDir& dir, const std::string& name, const FileBytes& bytes) {
-  return dir.write(name, stoke::testing::file_bytes(bytes));
-}
-
-/// A float32 npy file of `count` values of the formula (128 header bytes, then the data).
-FileBytes float_npy(std::size_t count) {
-  std::vector<float> values(count);
-  for (std::size_t i = 0; i < count; ++i) values[i] = stoke::testing::numpy_value<float>(i);
-  return npy_file(npy_header("<f4", {count}), stoke::testing::le_bytes(values));
-}
+using stoke::testing::float_npy;
+using stoke::testing::write_file;
 
 /// The offset of the central directory of a zip without a comment (from its end record).
 std::size_t directory_offset(const FileBytes& zip) {
@@ -57,7 +49,7 @@ void patch32(FileBytes& bytes, std::size_t at, std::uint32_t value) {
 }
 
 /// The InputError of `load_npz(path, name)`, which must name the file.
-std::string refusal(const std::filesystem::path& path, const std::string& name = "a") {
+std::string npz_refusal(const std::filesystem::path& path, const std::string& name = "a") {
   const std::string message =
       message_of<stoke::InputError>([&] { (void)stoke::load_npz(path, name); });
   EXPECT_THAT(message, HasSubstr("npz file '" + path.string() + "'"));
@@ -121,13 +113,13 @@ TEST_F(NpzFromNumpy, NamesAShardByTheArchiveAndTheMember) {
 }
 
 TEST_F(NpzFromNumpy, RefusesAMissingArrayListingTheOnesThereAre) {
-  EXPECT_THAT(refusal(file("positional.npz"), "weights"),
+  EXPECT_THAT(npz_refusal(file("positional.npz"), "weights"),
               AllOf(HasSubstr("no array 'weights'"), HasSubstr("central directory at offset"),
                     HasSubstr("its arrays: 'arr_0', 'arr_1'")));
 }
 
 TEST_F(NpzFromNumpy, Refuses0dMembersButReadsTheOthers) {
-  EXPECT_THAT(refusal(file("with_scalar.npz"), "scalar"),
+  EXPECT_THAT(npz_refusal(file("with_scalar.npz"), "scalar"),
               AllOf(HasSubstr("member 'scalar.npy'"), HasSubstr("0-d array")));
   stoke::testing::expect_numpy_array<float>(stoke::load_npz(file("with_scalar.npz"), "row"),
                                             {1, 2});
@@ -138,8 +130,8 @@ TEST_F(NpzFromNumpy, Refuses0dMembersButReadsTheOthers) {
 TEST(NpzFile, ReadsAnAlignedStoredMemberInPlace) {
   const TempDir dir;
   // The data starts at 30 + 5 (name) + 5 (padding) + 128 (npy header) = 168, aligned for float.
-  const auto path =
-      write(dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(4), .padding = 5}}));
+  const auto path = write_file(
+      dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy({4}), .padding = 5}}));
   const stoke::ArrayShard shard = stoke::load_npz(path, "a");
   stoke::testing::expect_numpy_array<float>(shard, {4});
   const float changed = 9.5F;
@@ -160,12 +152,12 @@ TEST(NpzFile, ReadsUnalignedStoredMembersInPlace) {
   for (std::size_t i = 0; i < longs.size(); ++i) {
     longs[i] = stoke::testing::numpy_value<std::int64_t>(i);
   }
-  const FileBytes floats = float_npy(18);
+  const FileBytes floats = float_npy({18});
   const FileBytes ints = npy_file(npy_header("<i8", {5, 3}), stoke::testing::le_bytes(longs));
   // As np.savez lays them out: the data of "f" starts at 30 + 5 + 128 = 163, of "i" at 398.
   const FileBytes zip =
       zip_file({{.name = "f.npy", .content = floats}, {.name = "i.npy", .content = ints}});
-  const auto path = write(dir, "a.npz", zip);
+  const auto path = write_file(dir, "a.npz", zip);
   const std::size_t f_at = data_offset(zip, floats);
   const std::size_t i_at = data_offset(zip, ints);
   ASSERT_NE(f_at % alignof(float), 0U);
@@ -224,7 +216,7 @@ TEST(NpzFile, ShardedArraysReadUnalignedMembersInPlace) {
     const FileBytes npy =
         npy_file(npy_header("<f4", {rows[k], 3}), stoke::testing::le_bytes(values));
     const FileBytes zip = zip_file({{.name = "x.npy", .content = npy}});
-    files.push_back(write(dir, "s" + std::to_string(k) + ".npz", zip));
+    files.push_back(write_file(dir, "s" + std::to_string(k) + ".npz", zip));
     offsets.push_back(data_offset(zip, npy));
     ASSERT_NE(offsets.back() % alignof(float), 0U);
   }
@@ -265,9 +257,10 @@ TEST(NpzFile, ShardedArraysReadUnalignedMembersInPlace) {
 
 TEST(NpzFile, TellsWhichArraysAreReadInPlace) {
   const TempDir dir;
-  const auto path = write(dir, "a.npz",
-                          zip_file({{.name = "s.npy", .content = float_npy(3)},
-                                    {.name = "d.npy", .content = float_npy(5), .deflate = true}}));
+  const auto path =
+      write_file(dir, "a.npz",
+                 zip_file({{.name = "s.npy", .content = float_npy({3})},
+                           {.name = "d.npy", .content = float_npy({5}), .deflate = true}}));
   const stoke::NpzFile npz(path);
   EXPECT_EQ(npz.path(), path);
   EXPECT_THAT(npz.arrays(), ElementsAre("s", "d"));
@@ -282,10 +275,11 @@ TEST(NpzFile, TellsWhichArraysAreReadInPlace) {
 
 TEST(NpzFile, ReadsZip64Archives) {
   const TempDir dir;
-  const auto path = write(dir, "a.npz",
-                          zip_file({{.name = "s.npy", .content = float_npy(3)},
-                                    {.name = "d.npy", .content = float_npy(5), .deflate = true}},
-                                   true));
+  const auto path =
+      write_file(dir, "a.npz",
+                 zip_file({{.name = "s.npy", .content = float_npy({3})},
+                           {.name = "d.npy", .content = float_npy({5}), .deflate = true}},
+                          true));
   EXPECT_THAT(stoke::npz_members(path), ElementsAre("s", "d"));
   stoke::testing::expect_numpy_array<float>(stoke::load_npz(path, "s"), {3});
   stoke::testing::expect_numpy_array<float>(stoke::load_npz(path, "d"), {5});
@@ -293,134 +287,139 @@ TEST(NpzFile, ReadsZip64Archives) {
 
 TEST(NpzFile, ListsOnlyMembersThatAreNpyArrays) {
   const TempDir dir;
-  const auto path = write(dir, "a.npz",
-                          zip_file({{.name = "readme.txt", .content = {'h', 'i'}},
-                                    {.name = "x.npy", .content = float_npy(1)},
-                                    {.name = ".npy", .content = {}}}));
+  const auto path = write_file(dir, "a.npz",
+                               zip_file({{.name = "readme.txt", .content = {'h', 'i'}},
+                                         {.name = "x.npy", .content = float_npy({1})},
+                                         {.name = ".npy", .content = {}}}));
   EXPECT_THAT(stoke::npz_members(path), ElementsAre("x"));
 }
 
 TEST(NpzFile, InflatesADeflatedMemberOnlyAsFarAsItsHeaderDeclares) {
   const TempDir dir;
   // 16 MiB of zeros follow the 144 bytes the header declares; the directory agrees with it.
-  FileBytes content = float_npy(4);
+  FileBytes content = float_npy({4});
   content.resize(content.size() + (std::size_t{16} << 20U));
-  const auto path = write(dir, "a.npz",
-                          zip_file({{.name = "a.npy",
-                                     .content = content,
-                                     .deflate = true,
-                                     .usize_delta = -(std::int64_t{16} << 20)}}));
-  EXPECT_THAT(refusal(path),
+  const auto path = write_file(dir, "a.npz",
+                               zip_file({{.name = "a.npy",
+                                          .content = content,
+                                          .deflate = true,
+                                          .usize_delta = -(std::int64_t{16} << 20)}}));
+  EXPECT_THAT(npz_refusal(path),
               AllOf(HasSubstr("member 'a.npy'"), HasSubstr("inflates to more than 144 bytes"),
                     HasSubstr("inflating stopped there")));
 }
 
 TEST(NpzFile, RefusesADeflatedMemberWhoseSizesOrCrcDisagree) {
   const TempDir dir;
-  const auto longer = write(
+  const auto longer = write_file(
       dir, "a.npz",
-      zip_file({{.name = "a.npy", .content = float_npy(4), .deflate = true, .usize_delta = 4}}));
-  EXPECT_THAT(refusal(longer), AllOf(HasSubstr("4 unexpected bytes after the data"),
-                                     HasSubstr("ends at offset 148 of the member")));
-  const auto crc = write(
+      zip_file({{.name = "a.npy", .content = float_npy({4}), .deflate = true, .usize_delta = 4}}));
+  EXPECT_THAT(npz_refusal(longer), AllOf(HasSubstr("4 unexpected bytes after the data"),
+                                         HasSubstr("ends at offset 148 of the member")));
+  const auto crc = write_file(
       dir, "b.npz",
-      zip_file({{.name = "a.npy", .content = float_npy(4), .deflate = true, .wrong_crc = true}}));
-  EXPECT_THAT(refusal(crc), HasSubstr("CRC-32 mismatch"));
-  const auto trailing = write(
+      zip_file({{.name = "a.npy", .content = float_npy({4}), .deflate = true, .wrong_crc = true}}));
+  EXPECT_THAT(npz_refusal(crc), HasSubstr("CRC-32 mismatch"));
+  const auto trailing = write_file(
       dir, "c.npz",
       zip_file(
-          {{.name = "a.npy", .content = float_npy(4), .deflate = true, .trailing = {1, 2, 3}}}));
-  EXPECT_THAT(refusal(trailing), HasSubstr("3 stored bytes follow the end of its deflate stream"));
+          {{.name = "a.npy", .content = float_npy({4}), .deflate = true, .trailing = {1, 2, 3}}}));
+  EXPECT_THAT(npz_refusal(trailing),
+              HasSubstr("3 stored bytes follow the end of its deflate stream"));
 }
 
 TEST(NpzFile, RefusesCorruptOrTruncatedDeflateData) {
   const TempDir dir;
-  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(4), .deflate = true}});
+  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy({4}), .deflate = true}});
   zip[35] = 0xFF;  // the first block of the stream: reserved block type 3
-  EXPECT_THAT(refusal(write(dir, "a.npz", zip)),
+  EXPECT_THAT(npz_refusal(write_file(dir, "a.npz", zip)),
               AllOf(HasSubstr("member 'a.npy'"), HasSubstr("corrupt deflate data at offset 36")));
-  FileBytes cut = stoke::testing::raw_deflate(float_npy(4));
+  FileBytes cut = stoke::testing::raw_deflate(float_npy({4}));
   cut.resize(cut.size() - 4);
   const auto truncated =
-      write(dir, "b.npz",
-            zip_file({{.name = "a.npy",
-                       .content = cut,
-                       .method = 8,
-                       .usize_delta = 144 - static_cast<std::int64_t>(cut.size())}}));
-  EXPECT_THAT(refusal(truncated), HasSubstr("end before the deflate stream does (truncated)"));
+      write_file(dir, "b.npz",
+                 zip_file({{.name = "a.npy",
+                            .content = cut,
+                            .method = 8,
+                            .usize_delta = 144 - static_cast<std::int64_t>(cut.size())}}));
+  EXPECT_THAT(npz_refusal(truncated), HasSubstr("end before the deflate stream does (truncated)"));
 }
 
 TEST(NpzFile, RefusesEncryptedMembersAndOtherMethods) {
   const TempDir dir;
-  const auto encrypted =
-      write(dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .flags = 1}}));
-  EXPECT_THAT(refusal(encrypted), AllOf(HasSubstr("member 'a.npy': encrypted"),
-                                        HasSubstr("central directory record at offset 167")));
-  const auto bzip2 =
-      write(dir, "b.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .method = 12}}));
-  EXPECT_THAT(refusal(bzip2),
+  const auto encrypted = write_file(
+      dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy({1}), .flags = 1}}));
+  EXPECT_THAT(npz_refusal(encrypted), AllOf(HasSubstr("member 'a.npy': encrypted"),
+                                            HasSubstr("central directory record at offset 167")));
+  const auto bzip2 = write_file(
+      dir, "b.npz", zip_file({{.name = "a.npy", .content = float_npy({1}), .method = 12}}));
+  EXPECT_THAT(npz_refusal(bzip2),
               AllOf(HasSubstr("compression method 12"), HasSubstr("stored (0) and deflate (8)")));
 }
 
 TEST(NpzFile, RefusesAMemberThatIsNotAValidNpyArray) {
   const TempDir dir;
-  const auto path =
-      write(dir, "a.npz", zip_file({{.name = "a.npy", .content = {'h', 'e', 'l', 'l', 'o', '!'}}}));
-  EXPECT_THAT(refusal(path),
+  const auto path = write_file(
+      dir, "a.npz", zip_file({{.name = "a.npy", .content = {'h', 'e', 'l', 'l', 'o', '!'}}}));
+  EXPECT_THAT(npz_refusal(path),
               AllOf(HasSubstr("member 'a.npy'"), HasSubstr("wrong magic string 0x68656c6c6f21"),
                     HasSubstr("(data at offset 35): not an npy array"),
                     HasSubstr("at offset 0 of the member")));
-  FileBytes big_endian = float_npy(2);
+  FileBytes big_endian = float_npy({2});
   big_endian[21] = '>';  // the descr '<f4' starts at offset 20
-  const auto other =
-      write(dir, "b.npz", zip_file({{.name = "a.npy", .content = big_endian, .deflate = true}}));
-  EXPECT_THAT(refusal(other), HasSubstr("big-endian dtype '>f4' at offset 20 of the member"));
+  const auto other = write_file(
+      dir, "b.npz", zip_file({{.name = "a.npy", .content = big_endian, .deflate = true}}));
+  EXPECT_THAT(npz_refusal(other), HasSubstr("big-endian dtype '>f4' at offset 20 of the member"));
 }
 
 TEST(NpzFile, RefusesFilesThatAreNotZipArchives) {
   const TempDir dir;
-  EXPECT_THAT(refusal(write(dir, "a.npz", {})), HasSubstr("not a zip file: 0 bytes"));
-  EXPECT_THAT(refusal(write(dir, "b.npz", float_npy(40))),
+  EXPECT_THAT(npz_refusal(write_file(dir, "a.npz", {})), HasSubstr("not a zip file: 0 bytes"));
+  EXPECT_THAT(npz_refusal(write_file(dir, "b.npz", float_npy({40}))),
               HasSubstr("no end of central directory record"));
-  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(1)}});
+  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy({1})}});
   zip.pop_back();
-  EXPECT_THAT(refusal(write(dir, "c.npz", zip)), HasSubstr("no end of central directory record"));
+  EXPECT_THAT(npz_refusal(write_file(dir, "c.npz", zip)),
+              HasSubstr("no end of central directory record"));
   EXPECT_THAT(message_of<stoke::InputError>([&] { (void)stoke::npz_members(dir / "d.npz"); }),
               AllOf(HasSubstr(dir.path().string()), HasSubstr("No such file")));
 }
 
 TEST(NpzFile, RefusesATruncatedDirectoryOrMember) {
   const TempDir dir;
-  const FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(2)}});
+  const FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy({2})}});
   const FileBytes headless(zip.begin() + 10, zip.end());
-  EXPECT_THAT(refusal(write(dir, "a.npz", headless)),
+  EXPECT_THAT(npz_refusal(write_file(dir, "a.npz", headless)),
               AllOf(HasSubstr("truncated: the central directory"), HasSubstr("at offset 171")));
   FileBytes member = zip;
   patch32(member, directory_offset(zip) + 20, 1000);  // the stored size
   patch32(member, directory_offset(zip) + 24, 1000);
-  EXPECT_THAT(refusal(write(dir, "b.npz", member)),
+  EXPECT_THAT(npz_refusal(write_file(dir, "b.npz", member)),
               AllOf(HasSubstr("member 'a.npy'"), HasSubstr("truncated: its 1000 stored bytes"),
                     HasSubstr("local header at offset 0")));
   FileBytes far = zip;
   patch32(far, directory_offset(zip) + 42, 500);  // the local header's offset
-  EXPECT_THAT(refusal(write(dir, "c.npz", far)), HasSubstr("no local header at offset 500"));
+  EXPECT_THAT(npz_refusal(write_file(dir, "c.npz", far)),
+              HasSubstr("no local header at offset 500"));
 }
 
 TEST(NpzFile, RefusesInconsistentRecords) {
   const TempDir dir;
-  const auto renamed = write(
-      dir, "a.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .local_name = "b.npy"}}));
-  EXPECT_THAT(refusal(renamed), HasSubstr("its local header at offset 0 names 'b.npy'"));
-  const auto sizes =
-      write(dir, "b.npz", zip_file({{.name = "a.npy", .content = float_npy(1), .usize_delta = 1}}));
-  EXPECT_THAT(refusal(sizes), HasSubstr("a stored member whose sizes differ"));
-  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy(1)}});
+  const auto renamed =
+      write_file(dir, "a.npz",
+                 zip_file({{.name = "a.npy", .content = float_npy({1}), .local_name = "b.npy"}}));
+  EXPECT_THAT(npz_refusal(renamed), HasSubstr("its local header at offset 0 names 'b.npy'"));
+  const auto sizes = write_file(
+      dir, "b.npz", zip_file({{.name = "a.npy", .content = float_npy({1}), .usize_delta = 1}}));
+  EXPECT_THAT(npz_refusal(sizes), HasSubstr("a stored member whose sizes differ"));
+  FileBytes zip = zip_file({{.name = "a.npy", .content = float_npy({1})}});
   FileBytes no_extra = zip;
   patch32(no_extra, directory_offset(zip) + 20, 0xFFFFFFFFU);
-  EXPECT_THAT(refusal(write(dir, "c.npz", no_extra)), HasSubstr("holds no complete zip64 field"));
+  EXPECT_THAT(npz_refusal(write_file(dir, "c.npz", no_extra)),
+              HasSubstr("holds no complete zip64 field"));
   FileBytes no_locator = zip;
   patch32(no_locator, zip.size() - 6, 0xFFFFFFFFU);
-  EXPECT_THAT(refusal(write(dir, "d.npz", no_locator)),
+  EXPECT_THAT(npz_refusal(write_file(dir, "d.npz", no_locator)),
               HasSubstr("marks zip64 values but no zip64 locator precedes it"));
 }
 

@@ -27,6 +27,7 @@
 
 #include "stoke_test_files.hpp"
 #include "stoke_test_support.hpp"
+#include "test_sync.hpp"
 
 namespace {
 
@@ -115,8 +116,7 @@ struct FakeFiles {
   }
 };
 
-/// How long a test waits for the cache's I/O thread before it gives up (the test then fails).
-constexpr auto patience = 10s;
+using stoke::testing::patience;
 
 /// All reads in `counts`, the reads of each shard.
 int total(const std::vector<int>& counts) {

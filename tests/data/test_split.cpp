@@ -16,14 +16,11 @@ namespace {
 using stoke::cpu::Backend;
 using stoke::testing::epoch_items;
 using stoke::testing::IotaDataset;
-using stoke::testing::ItemsBatcher;
 
-auto builder() {
-  return stoke::DataLoaderBuilder<Backend, ItemsBatcher>(ItemsBatcher{});
-}
+using stoke::testing::items_builder;
 
 TEST(Split, GivesEachDeviceItsOwnLoaderForThatDevice) {
-  auto loader = builder().batch_size(4).pad().build(IotaDataset{100});
+  auto loader = items_builder().batch_size(4).pad().build(IotaDataset{100});
   auto parts = stoke::split(loader, Backend::devices(3));
   ASSERT_EQ(parts.size(), 3u);
   for (std::size_t d = 0; d < 3; ++d) {
@@ -33,7 +30,7 @@ TEST(Split, GivesEachDeviceItsOwnLoaderForThatDevice) {
 }
 
 TEST(Split, PadGivesEqualBatchCountsAndCoversEverySampleOnce) {
-  auto loader = builder().batch_size(4).pad().shuffle(3).build(IotaDataset{101});
+  auto loader = items_builder().batch_size(4).pad().shuffle(3).build(IotaDataset{101});
   auto parts = stoke::split(loader, Backend::devices(3));
   std::map<std::size_t, int> seen;
   std::size_t padding = 0;
@@ -50,7 +47,7 @@ TEST(Split, PadGivesEqualBatchCountsAndCoversEverySampleOnce) {
 }
 
 TEST(Split, DropGivesEqualBatchCountsAndReportsWhatItDropped) {
-  auto loader = builder().batch_size(4).drop_last().shuffle(3).build(IotaDataset{101});
+  auto loader = items_builder().batch_size(4).drop_last().shuffle(3).build(IotaDataset{101});
   auto parts = stoke::split(loader, Backend::devices(3));
   std::set<std::size_t> seen;
   for (auto& part : parts) {
@@ -62,7 +59,8 @@ TEST(Split, DropGivesEqualBatchCountsAndReportsWhatItDropped) {
 }
 
 TEST(Split, PartsAreRedrawnEveryEpoch) {
-  auto loader = builder().batch_size(5).pad().shuffle(8).num_workers(2).build(IotaDataset{60});
+  auto loader =
+      items_builder().batch_size(5).pad().shuffle(8).num_workers(2).build(IotaDataset{60});
   auto parts = stoke::split(loader, Backend::devices(2));
   auto first_epoch = epoch_items(parts[0]);
   auto second_epoch = epoch_items(parts[0]);
@@ -72,7 +70,8 @@ TEST(Split, PartsAreRedrawnEveryEpoch) {
 }
 
 TEST(Split, DevicesCanLoadConcurrentlyEachWithItsWorkers) {
-  auto loader = builder().batch_size(3).pad().shuffle(2).num_workers(2).build(IotaDataset{500});
+  auto loader =
+      items_builder().batch_size(3).pad().shuffle(2).num_workers(2).build(IotaDataset{500});
   auto parts = stoke::split(loader, Backend::devices(4));
   std::vector<std::vector<std::size_t>> results(parts.size());
   std::vector<std::thread> threads;
@@ -86,7 +85,7 @@ TEST(Split, DevicesCanLoadConcurrentlyEachWithItsWorkers) {
 }
 
 TEST(Split, FewerSamplesThanDevicesStillGivesEveryDeviceABatch) {
-  auto loader = builder().batch_size(2).pad().build(IotaDataset{3});
+  auto loader = items_builder().batch_size(2).pad().build(IotaDataset{3});
   auto parts = stoke::split(loader, Backend::devices(4));
   std::size_t real = 0;
   for (auto& part : parts) {
@@ -97,15 +96,15 @@ TEST(Split, FewerSamplesThanDevicesStillGivesEveryDeviceABatch) {
 }
 
 TEST(Split, RefusesAPartialRemainderAndAnEmptyDeviceList) {
-  auto loader = builder().batch_size(2).build(IotaDataset{10});
+  auto loader = items_builder().batch_size(2).build(IotaDataset{10});
   EXPECT_THROW((void)stoke::split(loader, Backend::devices(2)), stoke::UsageError);
-  auto padded = builder().batch_size(2).pad().build(IotaDataset{10});
+  auto padded = items_builder().batch_size(2).pad().build(IotaDataset{10});
   EXPECT_THROW((void)stoke::split(padded, std::vector<stoke::cpu::Device>{}), stoke::UsageError);
 }
 
 TEST(Split, SplittingASplitEqualsOneSplitOverAllDevices) {
   // Ranks first, then devices per rank: the same rule at both levels.
-  auto loader = builder().batch_size(3).pad().shuffle(4).build(IotaDataset{77});
+  auto loader = items_builder().batch_size(3).pad().shuffle(4).build(IotaDataset{77});
   auto ranks = stoke::split(loader, Backend::devices(2));
   auto flat = stoke::split(loader, Backend::devices(6));
   for (std::size_t r = 0; r < 2; ++r) {

@@ -10,9 +10,10 @@
 #include <stoke/dist/run_rank.hpp>
 
 #include "args.hpp"
+#include "mpi_programs.hpp"
 #include "toy_data.hpp"
 
-int main(int argc, char** argv) {
+int stoke::testing::mpi_agreement(int argc, char** argv) {
   stoke::dist::MpiEnvironment environment(argc, argv);
   stoke::dist::MpiGroup group(environment);
   return stoke::dist::run_rank(group, [&] {

@@ -16,6 +16,7 @@
 #include <stoke/dist/run_rank.hpp>
 
 #include "args.hpp"
+#include "mpi_programs.hpp"
 #include "toy_data.hpp"
 
 namespace {
@@ -35,7 +36,7 @@ std::vector<std::uint64_t> reads_over_ranks(stoke::dist::MpiGroup& group,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int stoke::testing::mpi_elastic(int argc, char** argv) {
   stoke::dist::MpiEnvironment environment(argc, argv);
   stoke::dist::MpiGroup group(environment);
   return stoke::dist::run_rank(group, [&] {

@@ -18,6 +18,7 @@
 #include <stoke/dist/run_rank.hpp>
 
 #include "args.hpp"
+#include "mpi_programs.hpp"
 #include "toy_data.hpp"
 
 namespace {
@@ -191,7 +192,7 @@ void check_same_bits_as_one_process(MpiGroup& group, std::size_t devices) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int stoke::testing::mpi_training(int argc, char** argv) {
   stoke::dist::MpiEnvironment environment(argc, argv);
   MpiGroup group(environment);
   return stoke::dist::run_rank(group, [&] {

@@ -38,7 +38,7 @@ std::string text_of(const EncodedImage& image) {
   return {image.bytes.begin(), image.bytes.end()};
 }
 
-std::string refusal(const std::filesystem::path& root) {
+std::string folder_refusal(const std::filesystem::path& root) {
   return message_of<stoke::InputError>([&] { (void)ImageFolder(root); });
 }
 
@@ -105,21 +105,21 @@ TEST(ImageFolder, AnImageOutlivesTheDataset) {
 
 TEST(ImageFolder, RefusesAMissingRootOrAFileNamingIt) {
   TempDir dir;
-  EXPECT_THAT(refusal(dir / "missing"),
+  EXPECT_THAT(folder_refusal(dir / "missing"),
               AllOf(HasSubstr((dir / "missing").string()), HasSubstr("does not exist")));
   put(dir.path(), "file.jpg", "x");
-  EXPECT_THAT(refusal(dir / "file.jpg"),
+  EXPECT_THAT(folder_refusal(dir / "file.jpg"),
               AllOf(HasSubstr((dir / "file.jpg").string()), HasSubstr("is not a folder")));
 }
 
 TEST(ImageFolder, RefusesARootWithoutClassFoldersOrImages) {
   TempDir dir;
   put(dir.path(), "loose.jpg", "x");
-  EXPECT_THAT(refusal(dir.path()),
+  EXPECT_THAT(folder_refusal(dir.path()),
               AllOf(HasSubstr(dir.path().string()), HasSubstr("has no class folder")));
   put(dir.path(), "a/readme.txt", "x");
   std::filesystem::create_directories(dir / "b");
-  EXPECT_THAT(refusal(dir.path()),
+  EXPECT_THAT(folder_refusal(dir.path()),
               AllOf(HasSubstr(dir.path().string()),
                     HasSubstr("holds no image: none of its 2 class folders has a file ending in "
                               ".jpg, .jpeg, .png")));

@@ -87,8 +87,8 @@ std::filesystem::path write_shard(const std::filesystem::path& path, std::size_t
 }
 
 /// The message of the `InputError` opening `files` throws.
-std::string refusal(std::vector<std::filesystem::path> files,
-                    stoke::images::TarShardsOptions options = {}) {
+std::string tar_refusal(std::vector<std::filesystem::path> files,
+                        stoke::images::TarShardsOptions options = {}) {
   return message_of<stoke::InputError>([&] { (void)TarShards(files, options); });
 }
 
@@ -291,29 +291,29 @@ TEST(TarShards, RefusesASampleWithoutItsImageOrLabelNamingShardAndKey) {
                                   {"b.json", "{}"},
                                   {"c.jpg", "C"},
                                   {"c.cls", "2"}});
-  EXPECT_THAT(refusal({no_image}), AllOf(HasSubstr(no_image.string()), HasSubstr("sample 'b'"),
-                                         HasSubstr("no image member (.jpg, .jpeg, .png)")));
+  EXPECT_THAT(tar_refusal({no_image}), AllOf(HasSubstr(no_image.string()), HasSubstr("sample 'b'"),
+                                             HasSubstr("no image member (.jpg, .jpeg, .png)")));
   const auto no_label =
       shard_of(dir, "no-label.tar", {{"a.jpg", "A"}, {"a.cls", "0"}, {"b.png", "B"}});
-  EXPECT_THAT(refusal({no_label}), AllOf(HasSubstr(no_label.string()), HasSubstr("sample 'b'"),
-                                         HasSubstr("no label member (.cls)")));
+  EXPECT_THAT(tar_refusal({no_label}), AllOf(HasSubstr(no_label.string()), HasSubstr("sample 'b'"),
+                                             HasSubstr("no label member (.cls)")));
 }
 
 TEST(TarShards, RefusesDuplicateMembersNamingShardAndKey) {
   TempDir dir;
   const auto two_images =
       shard_of(dir, "two-images.tar", {{"k1.jpg", "A"}, {"k1.png", "B"}, {"k1.cls", "0"}});
-  EXPECT_THAT(refusal({two_images}),
+  EXPECT_THAT(tar_refusal({two_images}),
               AllOf(HasSubstr(two_images.string()), HasSubstr("sample 'k1'"),
                     HasSubstr("a second image member 'k1.png' at offset 1024"),
                     HasSubstr("the first is 'k1.jpg'")));
   const auto two_labels =
       shard_of(dir, "two-labels.tar", {{"k2.jpg", "A"}, {"k2.cls", "0"}, {"k2.cls", "1"}});
-  EXPECT_THAT(refusal({two_labels}),
+  EXPECT_THAT(tar_refusal({two_labels}),
               AllOf(HasSubstr("sample 'k2'"), HasSubstr("a second label member 'k2.cls'")));
   const auto apart = shard_of(dir, "apart.tar",
                               {{"k3.jpg", "A"}, {"k4.jpg", "B"}, {"k4.cls", "1"}, {"k3.cls", "0"}});
-  EXPECT_THAT(refusal({apart}), HasSubstr("sample 'k3': no label member"));
+  EXPECT_THAT(tar_refusal({apart}), HasSubstr("sample 'k3': no label member"));
   const auto again = shard_of(dir, "again.tar",
                               {{"k5.jpg", "A"},
                                {"k5.cls", "0"},
@@ -321,23 +321,24 @@ TEST(TarShards, RefusesDuplicateMembersNamingShardAndKey) {
                                {"k6.cls", "1"},
                                {"k5.txt", "x"},
                                {"k5.png", "C"}});
-  EXPECT_THAT(refusal({again}), AllOf(HasSubstr("sample 'k5'"), HasSubstr("not consecutive"),
-                                      HasSubstr("member 'k5.png' at offset 5120")));
+  EXPECT_THAT(tar_refusal({again}), AllOf(HasSubstr("sample 'k5'"), HasSubstr("not consecutive"),
+                                          HasSubstr("member 'k5.png' at offset 5120")));
 }
 
 TEST(TarShards, RefusesBadLabelsNamingShardKeyAndText) {
   TempDir dir;
   const auto words = shard_of(dir, "words.tar", {{"k.jpg", "A"}, {"k.cls", "cat"}});
-  EXPECT_THAT(refusal({words}), AllOf(HasSubstr(words.string()), HasSubstr("sample 'k'"),
-                                      HasSubstr("label 'cat' is not a decimal number")));
+  EXPECT_THAT(tar_refusal({words}), AllOf(HasSubstr(words.string()), HasSubstr("sample 'k'"),
+                                          HasSubstr("label 'cat' is not a decimal number")));
   const auto negative = shard_of(dir, "negative.tar", {{"k.jpg", "A"}, {"k.cls", "-1"}});
-  EXPECT_THAT(refusal({negative}), HasSubstr("label '-1' is not a decimal number"));
+  EXPECT_THAT(tar_refusal({negative}), HasSubstr("label '-1' is not a decimal number"));
   const auto empty = shard_of(dir, "empty.tar", {{"k.jpg", "A"}, {"k.cls", ""}});
-  EXPECT_THAT(refusal({empty}), HasSubstr("label '' is not a decimal number"));
+  EXPECT_THAT(tar_refusal({empty}), HasSubstr("label '' is not a decimal number"));
   const auto huge = shard_of(dir, "huge.tar", {{"k.jpg", "A"}, {"k.cls", "4294967296"}});
-  EXPECT_THAT(refusal({huge}), HasSubstr("label '4294967296' is out of range (labels are 32-bit)"));
+  EXPECT_THAT(tar_refusal({huge}),
+              HasSubstr("label '4294967296' is out of range (labels are 32-bit)"));
   const auto ten = shard_of(dir, "ten.tar", {{"k.jpg", "A"}, {"k.cls", "10"}});
-  EXPECT_THAT(refusal({ten}, {.num_classes = 10}),
+  EXPECT_THAT(tar_refusal({ten}, {.num_classes = 10}),
               AllOf(HasSubstr("sample 'k'"), HasSubstr("label '10' is out of range (10 classes)")));
   EXPECT_EQ(TarShards({ten}, {.num_classes = 11}).label(0), 10U);
 }
@@ -345,7 +346,7 @@ TEST(TarShards, RefusesBadLabelsNamingShardKeyAndText) {
 TEST(TarShards, RefusesAShardWithoutSamples) {
   TempDir dir;
   const auto meta = shard_of(dir, "meta.tar", {{"readme.txt", "hello"}});
-  EXPECT_THAT(refusal({meta}), AllOf(HasSubstr(meta.string()), HasSubstr("holds no sample")));
+  EXPECT_THAT(tar_refusal({meta}), AllOf(HasSubstr(meta.string()), HasSubstr("holds no sample")));
 }
 
 /// A shard of two samples of 300-byte images: headers at 0, 1024, 2048, 3072; data of s1.jpg
@@ -365,7 +366,7 @@ TEST(TarShards, RefusesTruncatedTarsNamingTheOffset) {
   const auto cut = [&](std::size_t size) {
     const auto path = dir / ("cut-" + std::to_string(size) + ".tar");
     write_file(path, Bytes(good.begin(), good.begin() + static_cast<long>(size)));
-    return refusal({path});
+    return tar_refusal({path});
   };
   EXPECT_THAT(cut(2048 + 100), AllOf(HasSubstr("cut-2148.tar"), HasSubstr("header at offset 2048"),
                                      HasSubstr("truncated header: 100 of 512 bytes")));
@@ -384,13 +385,13 @@ TEST(TarShards, RefusesABadChecksumNamingTheOffset) {
   Bytes tar = small_shard(dir);
   tar[1024 + 1] ^= 0x01;  // the name of s0.cls's header
   write_file(dir / "bad.tar", tar);
-  EXPECT_THAT(refusal({dir / "bad.tar"}),
+  EXPECT_THAT(tar_refusal({dir / "bad.tar"}),
               AllOf(HasSubstr("bad.tar"), HasSubstr("header at offset 1024"),
                     HasSubstr("header checksum mismatch")));
   Bytes noise(4096);
   for (std::size_t i = 0; i < noise.size(); ++i) noise[i] = static_cast<std::uint8_t>(i * 31 + 7);
   write_file(dir / "noise.tar", noise);
-  EXPECT_THAT(refusal({dir / "noise.tar"}), HasSubstr("header at offset 0"));
+  EXPECT_THAT(tar_refusal({dir / "noise.tar"}), HasSubstr("header at offset 0"));
 }
 
 TEST(TarShards, RefusesAMemberPastTheEndOfTheFileNamingTheOffset) {
@@ -399,7 +400,7 @@ TEST(TarShards, RefusesAMemberPastTheEndOfTheFileNamingTheOffset) {
   std::snprintf(reinterpret_cast<char*>(tar.data() + 2048 + 124), 12, "%011o", 99999U);
   set_checksum(tar, 2048);
   write_file(dir / "past.tar", tar);
-  EXPECT_THAT(refusal({dir / "past.tar"}),
+  EXPECT_THAT(tar_refusal({dir / "past.tar"}),
               AllOf(HasSubstr("past.tar"), HasSubstr("header at offset 2048"),
                     HasSubstr("99999 bytes of data run past the end of the file")));
   // A base-256 size field is read as such (here: 2^32, too large as well).
@@ -408,7 +409,7 @@ TEST(TarShards, RefusesAMemberPastTheEndOfTheFileNamingTheOffset) {
   tar[2048 + 131] = 0x01;
   set_checksum(tar, 2048);
   write_file(dir / "past256.tar", tar);
-  EXPECT_THAT(refusal({dir / "past256.tar"}),
+  EXPECT_THAT(tar_refusal({dir / "past256.tar"}),
               AllOf(HasSubstr("header at offset 2048"),
                     HasSubstr("4294967296 bytes of data run past the end of the file")));
   // One beyond 64 bits is no number.
@@ -416,7 +417,7 @@ TEST(TarShards, RefusesAMemberPastTheEndOfTheFileNamingTheOffset) {
   set_checksum(tar, 2048);
   write_file(dir / "past256.tar", tar);
   EXPECT_THAT(
-      refusal({dir / "past256.tar"}),
+      tar_refusal({dir / "past256.tar"}),
       AllOf(HasSubstr("header at offset 2048"), HasSubstr("is not an octal or base-256 number")));
 }
 
@@ -455,21 +456,21 @@ TEST(TarShards, RefusesMalformedPaxAndLongNameEntriesNamingTheOffset) {
   append_member(pax, "x.jpg", '0', 1, as_bytes("X"));
   append_end(pax);
   write_file(dir / "pax.tar", pax);
-  EXPECT_THAT(refusal({dir / "pax.tar"}),
+  EXPECT_THAT(tar_refusal({dir / "pax.tar"}),
               AllOf(HasSubstr("header at offset 1024"), HasSubstr("no valid length")));
   Bytes dangling;
   append_member(dangling, "a.jpg", '0', 1, as_bytes("A"));
   append_member(dangling, "././@LongLink", 'L', 6, as_bytes("b.jpg"));
   append_end(dangling);
   write_file(dir / "dangling.tar", dangling);
-  EXPECT_THAT(refusal({dir / "dangling.tar"}),
+  EXPECT_THAT(tar_refusal({dir / "dangling.tar"}),
               AllOf(HasSubstr("header at offset 1024"), HasSubstr("that no member follows")));
   Bytes huge_name;
   append_member(huge_name, "././@LongLink", 'L', 70000, Bytes(70000, 'n'));
   append_member(huge_name, "n.jpg", '0', 1, as_bytes("N"));
   append_end(huge_name);
   write_file(dir / "huge-name.tar", huge_name);
-  EXPECT_THAT(refusal({dir / "huge-name.tar"}),
+  EXPECT_THAT(tar_refusal({dir / "huge-name.tar"}),
               AllOf(HasSubstr("header at offset 0"), HasSubstr("a GNU long name of 70000 bytes")));
 }
 

@@ -14,13 +14,14 @@ using stoke::testing::epoch_items;
 using stoke::testing::IotaDataset;
 using stoke::testing::ItemsBatcher;
 
-auto builder() {
+auto shuffled_builder() {
   return stoke::DataLoaderBuilder<Backend, ItemsBatcher>({}).shuffle(1);
 }
 
 TEST(EdgeCases, EmptyDatasetSplitsIntoDevicesWithNoBatches) {
   for (auto remainder : {stoke::Remainder::drop, stoke::Remainder::pad}) {
-    auto loader = builder().batch_size(4).remainder(remainder).num_workers(2).build(IotaDataset{0});
+    auto loader =
+        shuffled_builder().batch_size(4).remainder(remainder).num_workers(2).build(IotaDataset{0});
     for (auto& part : stoke::split(loader, Backend::devices(3))) {
       EXPECT_EQ(part.num_batches(), 0u);
       EXPECT_TRUE(epoch_items(part).empty());
@@ -30,7 +31,7 @@ TEST(EdgeCases, EmptyDatasetSplitsIntoDevicesWithNoBatches) {
 }
 
 TEST(EdgeCases, FewerSamplesThanDevicesWithDropGivesNoBatchesAndReportsTheDrop) {
-  auto loader = builder().batch_size(1).drop_last().build(IotaDataset{3});
+  auto loader = shuffled_builder().batch_size(1).drop_last().build(IotaDataset{3});
   for (auto& part : stoke::split(loader, Backend::devices(4))) {
     EXPECT_EQ(part.num_batches(), 0u);
     EXPECT_EQ(part.layout(0).dropped, 3u);
@@ -38,7 +39,7 @@ TEST(EdgeCases, FewerSamplesThanDevicesWithDropGivesNoBatchesAndReportsTheDrop) 
 }
 
 TEST(EdgeCases, FewerSamplesThanDevicesWithPadGivesEveryDeviceOneBatch) {
-  auto loader = builder().batch_size(1).pad().build(IotaDataset{3});
+  auto loader = shuffled_builder().batch_size(1).pad().build(IotaDataset{3});
   std::size_t real = 0, padding = 0;
   for (auto& part : stoke::split(loader, Backend::devices(4))) {
     for (auto& batch : part.iter()) {
@@ -51,7 +52,7 @@ TEST(EdgeCases, FewerSamplesThanDevicesWithPadGivesEveryDeviceOneBatch) {
 }
 
 TEST(EdgeCases, BatchLargerThanTheDatasetOnSeveralDevices) {
-  auto loader = builder().batch_size(50).pad().build(IotaDataset{30});
+  auto loader = shuffled_builder().batch_size(50).pad().build(IotaDataset{30});
   auto parts = stoke::split(loader, Backend::devices(2));
   std::size_t real = 0;
   for (auto& part : parts) {
@@ -65,9 +66,9 @@ TEST(EdgeCases, BatchLargerThanTheDatasetOnSeveralDevices) {
 }
 
 TEST(EdgeCases, OneSample) {
-  auto loader = builder().batch_size(8).build(IotaDataset{1});
+  auto loader = shuffled_builder().batch_size(8).build(IotaDataset{1});
   EXPECT_EQ(epoch_items(loader), std::vector<std::size_t>{0});
-  auto padded = builder().batch_size(2).pad().build(IotaDataset{1});
+  auto padded = shuffled_builder().batch_size(2).pad().build(IotaDataset{1});
   auto parts = stoke::split(padded, Backend::devices(2));
   EXPECT_EQ(epoch_items(parts[0]), (std::vector<std::size_t>{0, 0}));
   EXPECT_EQ(epoch_items(parts[1]), (std::vector<std::size_t>{0, 0}));

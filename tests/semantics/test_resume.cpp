@@ -16,12 +16,12 @@ using stoke::testing::epoch_items;
 using stoke::testing::IotaDataset;
 using stoke::testing::ItemsBatcher;
 
-auto builder() {
+auto resume_builder() {
   return stoke::DataLoaderBuilder<Backend, ItemsBatcher>(ItemsBatcher{}).batch_size(4).shuffle(7);
 }
 
 TEST(LoaderState, CountsDeliveredBatchesOfTheEpochInProgress) {
-  auto loader = builder().build_batch_loader(IotaDataset{30});
+  auto loader = resume_builder().build_batch_loader(IotaDataset{30});
   EXPECT_EQ(loader.state().epoch, 0u);
   EXPECT_EQ(loader.state().consumed, 0u);
   auto range = loader.iter();
@@ -34,14 +34,14 @@ TEST(LoaderState, CountsDeliveredBatchesOfTheEpochInProgress) {
 }
 
 TEST(LoaderState, AtTheEndOfAnEpochPointsAtTheNextOne) {
-  auto loader = builder().build_batch_loader(IotaDataset{30});
+  auto loader = resume_builder().build_batch_loader(IotaDataset{30});
   epoch_items(loader);
   EXPECT_EQ(loader.state().epoch, 1u);
   EXPECT_EQ(loader.state().consumed, 0u);
 }
 
 TEST(LoaderState, MultithreadLoaderResumesMidEpochExactly) {
-  auto loader = builder().num_workers(3).build(IotaDataset{101});
+  auto loader = resume_builder().num_workers(3).build(IotaDataset{101});
   epoch_items(loader);  // epoch 0
   std::vector<std::size_t> before;
   stoke::LoaderState state;
@@ -52,10 +52,10 @@ TEST(LoaderState, MultithreadLoaderResumesMidEpochExactly) {
       break;
     }
   }
-  auto unbroken = builder().num_workers(2).build(IotaDataset{101});
+  auto unbroken = resume_builder().num_workers(2).build(IotaDataset{101});
   unbroken.set_epoch(1);
   const auto expected = epoch_items(unbroken);
-  auto resumed = builder().num_workers(1).build(IotaDataset{101});
+  auto resumed = resume_builder().num_workers(1).build(IotaDataset{101});
   resumed.restore(stoke::parse_loader_state(stoke::to_json(state).dump()));
   auto rest = epoch_items(resumed);
   before.insert(before.end(), rest.begin(), rest.end());
@@ -64,19 +64,19 @@ TEST(LoaderState, MultithreadLoaderResumesMidEpochExactly) {
 }
 
 TEST(LoaderState, ResumeAtAnEpochBoundaryStartsTheNextEpoch) {
-  auto loader = builder().build_batch_loader(IotaDataset{20});
+  auto loader = resume_builder().build_batch_loader(IotaDataset{20});
   epoch_items(loader);
   epoch_items(loader);
-  auto resumed = builder().build_batch_loader(IotaDataset{20});
+  auto resumed = resume_builder().build_batch_loader(IotaDataset{20});
   resumed.restore(loader.state());
-  auto reference = builder().build_batch_loader(IotaDataset{20});
+  auto reference = resume_builder().build_batch_loader(IotaDataset{20});
   reference.set_epoch(2);
   EXPECT_EQ(epoch_items(resumed), epoch_items(reference));
 }
 
 TEST(LoaderState, RestoringIsConstantTimeForABillionSamples) {
   // Resuming near the end of a huge epoch reads only the remaining positions.
-  auto loader = builder().build_batch_loader(IotaDataset{1'000'000'000});
+  auto loader = resume_builder().build_batch_loader(IotaDataset{1'000'000'000});
   stoke::LoaderState state = loader.state();
   state.epoch = 5;
   state.consumed = 1'000'000'000 - 6;
@@ -86,9 +86,9 @@ TEST(LoaderState, RestoringIsConstantTimeForABillionSamples) {
 }
 
 TEST(LoaderState, RefusesAStateOfAnotherDatasetSize) {
-  auto loader = builder().build_batch_loader(IotaDataset{20});
+  auto loader = resume_builder().build_batch_loader(IotaDataset{20});
   auto state = loader.state();
-  auto other = builder().build_batch_loader(IotaDataset{21});
+  auto other = resume_builder().build_batch_loader(IotaDataset{21});
   try {
     other.restore(state);
     FAIL() << "expected an InputError";
@@ -98,8 +98,8 @@ TEST(LoaderState, RefusesAStateOfAnotherDatasetSize) {
 }
 
 TEST(LoaderState, RefusesAStateOfAnotherSeed) {
-  auto state = builder().build_batch_loader(IotaDataset{20}).state();
-  auto other = builder().shuffle(8).build_batch_loader(IotaDataset{20});
+  auto state = resume_builder().build_batch_loader(IotaDataset{20}).state();
+  auto other = resume_builder().shuffle(8).build_batch_loader(IotaDataset{20});
   EXPECT_THAT([&] { other.restore(state); },
               ::testing::ThrowsMessage<stoke::InputError>(::testing::HasSubstr("seed 7")));
 }
@@ -122,11 +122,11 @@ TEST(LoaderState, RefusesCorruptJsonNamingTheProblem) {
 }
 
 TEST(LoaderState, RecordsTheRemainderPolicyAndRefusesAnother) {
-  auto padded = builder().batch_size(4).pad().build_batch_loader(IotaDataset{10});
+  auto padded = resume_builder().batch_size(4).pad().build_batch_loader(IotaDataset{10});
   const stoke::LoaderState state = padded.state();
   EXPECT_EQ(state.remainder, stoke::Remainder::pad);
   EXPECT_EQ(stoke::parse_loader_state(stoke::to_json(state).dump()), state);
-  auto dropping = builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10});
+  auto dropping = resume_builder().batch_size(4).drop_last().build_batch_loader(IotaDataset{10});
   EXPECT_THAT([&] { dropping.restore(state); },
               ::testing::ThrowsMessage<stoke::InputError>(
                   ::testing::HasSubstr("saved with remainder pad, this loader has drop")));
@@ -165,12 +165,12 @@ TEST(LoaderState, ValuesNestedDeepOrBeyondDoubleRangeAreRefusedCleanly) {
 }
 
 TEST(LoaderState, IsRefusedForASlice) {
-  auto loader = builder().build_batch_loader(IotaDataset{20});
+  auto loader = resume_builder().build_batch_loader(IotaDataset{20});
   EXPECT_THROW((void)loader.slice(0, 10).state(), stoke::UsageError);
 }
 
 TEST(LoaderState, SplitStateRefusesPartsOutOfLockstep) {
-  auto loader = builder().pad().build_batch_loader(IotaDataset{40});
+  auto loader = resume_builder().pad().build_batch_loader(IotaDataset{40});
   auto parts = stoke::split(loader, Backend::devices(2));
   auto range = parts[0].iter();
   (void)range.begin();
@@ -181,7 +181,7 @@ TEST(LoaderState, SplitStateRefusesPartsOutOfLockstep) {
 }
 
 TEST(LoaderState, ElasticResumeFromTwoDevicesOntoThreeSeesEverySampleOnce) {
-  auto loader = builder().pad().build_batch_loader(IotaDataset{103});
+  auto loader = resume_builder().pad().build_batch_loader(IotaDataset{103});
   auto parts = stoke::split(loader, Backend::devices(2));
   std::vector<std::size_t> seen;
   std::vector<stoke::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
@@ -196,7 +196,7 @@ TEST(LoaderState, ElasticResumeFromTwoDevicesOntoThreeSeesEverySampleOnce) {
   }
   const auto state = stoke::split_state(parts);
   EXPECT_EQ(state.consumed, 5u * 2u * 4u);
-  auto fresh = builder().pad().build_batch_loader(IotaDataset{103});
+  auto fresh = resume_builder().pad().build_batch_loader(IotaDataset{103});
   fresh.restore(state);
   for (auto& part : stoke::split(fresh, Backend::devices(3))) {
     for (auto& batch : part.iter()) {
@@ -219,7 +219,7 @@ struct Delivered {
 
 TEST(LoaderState, AnExactResumeOfAPaddedSplitEpochDeliversTheUninterruptedBatches) {
   // 23 samples in batches of 4 on 2 devices: 3 rounds of 8 positions, the last one padded.
-  auto unbroken = builder().pad().build_batch_loader(IotaDataset{23});
+  auto unbroken = resume_builder().pad().build_batch_loader(IotaDataset{23});
   std::vector<std::vector<Delivered>> expected;
   for (auto& part : stoke::split(unbroken, Backend::devices(2))) {
     auto& batches = expected.emplace_back();
@@ -228,7 +228,7 @@ TEST(LoaderState, AnExactResumeOfAPaddedSplitEpochDeliversTheUninterruptedBatche
   ASSERT_EQ(expected[0].size(), 3u);
   ASSERT_EQ(expected[0][2].padding + expected[1][2].padding, 1u);
 
-  auto loader = builder().pad().build_batch_loader(IotaDataset{23});
+  auto loader = resume_builder().pad().build_batch_loader(IotaDataset{23});
   auto parts = stoke::split(loader, Backend::devices(2));
   std::vector<stoke::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
   for (auto& part : parts) {
@@ -236,7 +236,7 @@ TEST(LoaderState, AnExactResumeOfAPaddedSplitEpochDeliversTheUninterruptedBatche
     auto it = ranges.back().begin();
     ++it;  // two batches delivered
   }
-  auto resumed = builder().pad().build_batch_loader(IotaDataset{23});
+  auto resumed = resume_builder().pad().build_batch_loader(IotaDataset{23});
   resumed.restore(stoke::split_state(parts));
   auto resumed_parts = stoke::split(resumed, Backend::devices(2));
   for (std::size_t d = 0; d < 2; ++d) {
@@ -250,7 +250,7 @@ TEST(LoaderState, AnExactResumeOfAPaddedSplitEpochDeliversTheUninterruptedBatche
 }
 
 TEST(LoaderState, AfterAnElasticResumeStepsCountTheWholeRoundsConsumedBefore) {
-  auto loader = builder().pad().build_batch_loader(IotaDataset{103});
+  auto loader = resume_builder().pad().build_batch_loader(IotaDataset{103});
   auto parts = stoke::split(loader, Backend::devices(2));
   std::vector<stoke::BatchRange<decltype(parts)::value_type::batch_type>> ranges;
   for (auto& part : parts) {
@@ -258,7 +258,7 @@ TEST(LoaderState, AfterAnElasticResumeStepsCountTheWholeRoundsConsumedBefore) {
     auto it = ranges.back().begin();
     for (int step = 1; step < 5; ++step) ++it;  // five batches of 4 on each device
   }
-  auto fresh = builder().pad().build_batch_loader(IotaDataset{103});
+  auto fresh = resume_builder().pad().build_batch_loader(IotaDataset{103});
   fresh.restore(stoke::split_state(parts));  // 40 positions consumed
   for (auto& part : stoke::split(fresh, Backend::devices(3))) {
     auto range = part.iter();

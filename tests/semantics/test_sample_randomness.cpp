@@ -54,12 +54,12 @@ Draws draws(Loader& loader) {
   return out;
 }
 
-auto builder() {
+auto augmenting_builder() {
   return stoke::DataLoaderBuilder<Backend, AugmentingBatcher>({}).batch_size(5).shuffle(99).pad();
 }
 
 TEST(SampleRandomness, DrawsAreKeyedBySeedEpochAndIndex) {
-  auto loader = builder().build_batch_loader(AugmentedDataset{50});
+  auto loader = augmenting_builder().build_batch_loader(AugmentedDataset{50});
   const Draws epoch0 = draws(loader);
   ASSERT_EQ(epoch0.size(), 50u);
   for (const auto& [index, draw] : epoch0) {
@@ -68,11 +68,11 @@ TEST(SampleRandomness, DrawsAreKeyedBySeedEpochAndIndex) {
 }
 
 TEST(SampleRandomness, IsIndependentOfWorkersAndDevices) {
-  auto single = builder().build_batch_loader(AugmentedDataset{60});
+  auto single = augmenting_builder().build_batch_loader(AugmentedDataset{60});
   const Draws expected = draws(single);
   for (std::size_t workers : {1u, 3u}) {
     for (std::size_t devices : {1u, 2u, 4u}) {
-      auto loader = builder().num_workers(workers).build(AugmentedDataset{60});
+      auto loader = augmenting_builder().num_workers(workers).build(AugmentedDataset{60});
       Draws merged;
       for (auto& part : stoke::split(loader, Backend::devices(devices))) merged.merge(draws(part));
       EXPECT_EQ(merged, expected) << workers << " workers, " << devices << " devices";
@@ -81,7 +81,7 @@ TEST(SampleRandomness, IsIndependentOfWorkersAndDevices) {
 }
 
 TEST(SampleRandomness, DiffersBetweenSamplesAndEpochs) {
-  auto loader = builder().build_batch_loader(AugmentedDataset{100});
+  auto loader = augmenting_builder().build_batch_loader(AugmentedDataset{100});
   const Draws epoch0 = draws(loader);
   const Draws epoch1 = draws(loader);
   std::set<std::uint32_t> distinct;
@@ -108,8 +108,8 @@ struct BulkAugmentedDataset : AugmentedDataset {
 };
 
 TEST(SampleRandomness, GetManyGivesEachItemItsOwnStream) {
-  auto one_by_one = builder().build_batch_loader(AugmentedDataset{40});
-  auto bulk = builder().num_workers(2).build(BulkAugmentedDataset{{40}});
+  auto one_by_one = augmenting_builder().build_batch_loader(AugmentedDataset{40});
+  auto bulk = augmenting_builder().num_workers(2).build(BulkAugmentedDataset{{40}});
   EXPECT_EQ(draws(bulk), draws(one_by_one));
 }
 
@@ -122,7 +122,7 @@ struct UnscopedBulkDataset : AugmentedDataset {
 };
 
 TEST(SampleRandomness, AnItemlessDrawInGetManySaysHowToNameTheItem) {
-  auto loader = builder().build_batch_loader(UnscopedBulkDataset{{10}});
+  auto loader = augmenting_builder().build_batch_loader(UnscopedBulkDataset{{10}});
   try {
     (void)draws(loader);
     FAIL() << "expected a DataError";

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -21,6 +22,14 @@ using FileBytes = std::vector<std::uint8_t>;
 inline std::vector<std::byte> file_bytes(const FileBytes& bytes) {
   const auto* first = reinterpret_cast<const std::byte*>(bytes.data());
   return {first, first + bytes.size()};
+}
+
+/// Writes `bytes` as the file `name` of the test's directory `dir` (a `TempDir`); returns its
+/// path.
+template <class Directory>
+std::filesystem::path write_file(const Directory& dir, const std::string& name,
+                                 const FileBytes& bytes) {
+  return dir.write(name, file_bytes(bytes));
 }
 
 /// An npy header dictionary as numpy writes it: `{'descr': '<f4', 'fortran_order': False,

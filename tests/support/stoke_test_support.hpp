@@ -45,6 +45,11 @@ struct ItemsBatcher {
   }
 };
 
+/// A builder of loaders over the CPU backend whose batches are their samples' indices.
+inline auto items_builder() {
+  return stoke::DataLoaderBuilder<stoke::cpu::Backend, ItemsBatcher>(ItemsBatcher{});
+}
+
 /// All samples of every batch of one epoch of `loader`, in delivery order.
 template <class Loader>
 std::vector<std::size_t> epoch_items(Loader& loader) {
