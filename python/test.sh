@@ -8,6 +8,7 @@
 #                                     STOKE_TORCH=1 ./scripts/setup makes it, or the Python
 #                                     that STOKE_TORCH_PYTHON names) and runs the PyTorch
 #                                     examples' tests with it (tests/python/test_torch_examples.py)
+#   python/test.sh --build-only       builds the wheel only
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 # shellcheck source=../scripts/env.sh
@@ -31,6 +32,9 @@ if ! nice "$python" -m pip wheel --no-build-isolation --no-deps -w "$wheels" "$r
   exit 1
 fi
 wheel=("$wheels"/stoke_loader-*.whl)
+# --build-only: the wheel alone (./scripts/test builds it beside the default preset's tests;
+# the build tree, build/python/, makes the next build incremental).
+[[ "${1:-}" == "--build-only" ]] && exit 0
 cd "$root"
 if [[ "${1:-}" == "--torch-examples" ]]; then
   shift
