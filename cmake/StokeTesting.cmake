@@ -15,9 +15,20 @@ its sources instantiate the same templates, which are then compiled once" ON)
 option(STOKE_TEST_PER_CASE
   "One CTest test per GoogleTest case (gtest_discover_tests) instead of one per test executable" OFF)
 
+set(STOKE_TEST_LABELS_EXCLUDED "" CACHE STRING
+  "Build no test that carries one of these labels (a ;-list; the default preset leaves out \
+'cuda': the gcc preset compiles the CUDA suites with scripts/gpu-check's host compiler)")
+
 # stoke_test_labels_wanted(<out> <label>...): <out> is TRUE when a test with these labels is
-# built in this tree (STOKE_TEST_LABELS and STOKE_LOADER_TESTS_ONLY pick the suites).
+# built in this tree (STOKE_TEST_LABELS and STOKE_LOADER_TESTS_ONLY pick the suites;
+# STOKE_TEST_LABELS_EXCLUDED leaves some out).
 function(stoke_test_labels_wanted out)
+  foreach(label IN LISTS ARGN)
+    if(label IN_LIST STOKE_TEST_LABELS_EXCLUDED)
+      set(${out} FALSE PARENT_SCOPE)
+      return()
+    endif()
+  endforeach()
   set(wanted ${STOKE_TEST_LABELS})
   if(STOKE_LOADER_TESTS_ONLY)
     list(APPEND wanted loader)
