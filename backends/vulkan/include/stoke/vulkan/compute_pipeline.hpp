@@ -143,11 +143,7 @@ class ComputePipeline {
         binding.written->mark_written(fence);
       }
     }
-    release_set(set, fence.value());
-    {
-      std::lock_guard lock(mutex_);
-      last_push_.assign(push.begin(), push.end());
-    }
+    release_set(set, fence.value(), &push);
     return fence;
   }
 
@@ -245,8 +241,12 @@ class ComputePipeline {
     return set;
   }
 
-  void release_set(VkDescriptorSet set, std::uint64_t busy_until) {
+  /// Hands `set` back, busy until the timeline reaches `busy_until`; a submitted dispatch
+  /// passes its `push` constants, which become `last_push()` (under the same lock).
+  void release_set(VkDescriptorSet set, std::uint64_t busy_until,
+                   const std::span<const std::byte>* push = nullptr) {
     std::lock_guard lock(mutex_);
+    if (push != nullptr) last_push_.assign(push->begin(), push->end());
     for (Set& entry : sets_) {
       if (entry.set == set) {
         entry.claimed = false;
