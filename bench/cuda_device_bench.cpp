@@ -13,8 +13,8 @@
 //               (c) a device batcher: cuda::ImageBatcher normalises each batch on the GPU.
 //
 // Prints `ratio <name>: <x>` lines (scripts/gpu-check collects them into bench/GPU_RESULTS.md):
-//   normalize_vs_d2d_copy          kernel bytes/s over copy bytes/s (target >= 0.8)
-//   loader_share_with_prefetch     (loop time / spin time) - 1 for (b) (target <= 0.02)
+//   normalize_vs_d2d_copy          kernel bytes/s over copy bytes/s (target >= 0.85)
+//   loader_share_with_prefetch     (loop time / spin time) - 1 for (b) (target <= 0.005)
 //   loader_share_without_prefetch  the same for (a)
 //   loader_share_device_batcher    the same for (c)
 #include <algorithm>

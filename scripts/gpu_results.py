@@ -1,11 +1,21 @@
 #!/usr/bin/env python3
 """Writes bench/GPU_RESULTS.md (to stdout) from the logs of scripts/gpu-check: the machine,
 the test and sanitizer outcomes, and every figure and ratio the GPU run printed, with the
-issue's targets. Nothing in it is typed by hand: rerun scripts/gpu-check to refresh it."""
+targets of issue #29. Nothing in it is typed by hand: rerun scripts/gpu-check to refresh it."""
 import argparse
 import pathlib
 import re
 import statistics
+
+# What examples/multi_gpu prints once an epoch (examples/multi_gpu/main.cpp).
+EPOCH = re.compile(r"^epoch (\d+) on (\d+) (\w+) devices: train loss ([0-9.]+), "
+                   r"test accuracy ([0-9.]+), (\d+) samples/s$", re.M)
+# What bench/peers/pytorch_fashion_gpu.py prints once an epoch of each idiom.
+PEER_EPOCH = re.compile(r"^pytorch_(\w+): epoch (\d+): (\d+) samples/s, test accuracy ([0-9.]+)$", re.M)
+# The runs of examples/multi_gpu besides the one against PyTorch (a log multi_gpu_<name>).
+RUNS = {"multi_gpu_lanes": "examples/multi_gpu --devices 3 (lanes of one GPU where there are fewer)"}
+# Below the target, the accuracy stays "the same" as PyTorch's captured step (issue #29).
+ACCURACY_MARGIN = 0.01
 
 
 def read(logs, name):
@@ -22,6 +32,27 @@ def rc_line(text):
     return (int(m[1]), int(m[2])) if m else (None, None)
 
 
+def step_summary(name, text):
+    """The Steps table's summary of one step's log."""
+    if name == "ctest":
+        m = re.findall(r"\d+% tests passed.*out of \d+", text)
+        skipped = len(re.findall(r"\*\*\*Skipped", text))
+        return f"{m[-1]}; {skipped} skipped" if m else ""
+    if name.startswith("sanitizer"):
+        # memcheck, synccheck and initcheck print ERROR SUMMARY; racecheck RACECHECK SUMMARY.
+        m = re.findall(r"(?:ERROR|RACECHECK) SUMMARY: .*?(\d+) error", text)
+        summary = f"{m[-1]} errors reported" if m else "no error summary printed"
+        g = re.findall(r"\[  PASSED  \] (\d+) test", text)
+        return summary + (f"; {g[-1]} tests passed" if g else "")
+    if name.startswith("multi_gpu"):
+        m = re.findall(r"^epoch \d+ on .*$", text, re.M)
+        return m[-1] if m else "no epoch line printed"
+    if name == "build":
+        m = re.findall(r"^\[(\d+)/(\d+)\]", text, re.M)
+        return f"{m[-1][0]}/{m[-1][1]} build steps" if m else ""
+    return ""
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--logs", required=True, type=pathlib.Path)
@@ -35,7 +66,10 @@ def main():
     out += [line for line in read(logs, "environment").splitlines() if line.strip()]
     out += ["```", ""]
 
-    failed = args.failed.split()
+    # A step failed when gpu-check says so, or when its log ends without an exit status of 0
+    # (a log without one was cut off).
+    failed = set(args.failed.split())
+    total_seconds = 0
     out += ["## Steps", "", "| step | exit status | seconds | summary |", "| --- | --- | --- | --- |"]
     for path in sorted(logs.glob("*.log")):
         name = path.stem
@@ -43,49 +77,55 @@ def main():
             continue
         text = path.read_text(errors="replace")
         rc, seconds = rc_line(text)
-        summary = ""
-        if name == "ctest":
-            m = re.findall(r"\d+% tests passed.*out of \d+", text)
-            summary = m[-1] if m else ""
-            skipped = len(re.findall(r"\*\*\*Skipped", text))
-            summary += f"; {skipped} skipped" if m else ""
-        elif name.startswith("sanitizer"):
-            m = re.findall(r"ERROR SUMMARY: (\d+) error", text)
-            summary = f"{m[-1]} errors reported" if m else "no error summary printed"
-            g = re.findall(r"\[  PASSED  \] (\d+) test", text)
-            summary += f"; {g[-1]} tests passed" if g else ""
-        elif name == "multi_gpu_lanes":
-            m = re.findall(r"^epoch .*$", text, re.M)
-            summary = m[-1] if m else "no epoch line printed"
-        elif name == "build":
-            m = re.findall(r"^\[(\d+)/(\d+)\]", text, re.M)
-            summary = f"{m[-1][0]}/{m[-1][1]} build steps" if m else ""
-        out.append(f"| {name} | {rc} | {seconds} | {summary} |")
-    out += ["", f"Failed steps: {', '.join(failed) if failed else 'none'}", ""]
+        if rc != 0:
+            failed.add(name)
+        total_seconds += seconds or 0
+        out.append(f"| {name} | {rc} | {seconds} | {step_summary(name, text)} |")
+    out += ["", f"Failed steps: {', '.join(sorted(failed)) if failed else 'none'}", "",
+            f"Seconds of all steps: {total_seconds}", ""]
 
-    multi = read(logs, "multi_gpu")
-    torch = read(logs, "pytorch")
-    epochs = re.findall(r"^epoch (\d+) on (\d+) cuda devices: train loss ([0-9.]+), test accuracy ([0-9.]+), "
-                        r"(\d+) samples/s", multi, re.M)
-    figures = {}
+    figures = {"steps_failed": len(failed)}
+    epochs = EPOCH.findall(read(logs, "multi_gpu"))
     out += ["## Fashion-MNIST on one GPU: examples/multi_gpu against PyTorch", ""]
     if epochs:
         out += ["| epoch | train loss | test accuracy | samples/s |", "| --- | --- | --- | --- |"]
-        out += [f"| {e[0]} | {e[2]} | {e[3]} | {e[4]} |" for e in epochs]
-        figures["stoke_accuracy"] = float(epochs[-1][3])
-        figures["stoke_samples_per_s"] = statistics.median(float(e[4]) for e in epochs)
+        out += [f"| {e[0]} | {e[3]} | {e[4]} | {e[5]} |" for e in epochs]
+        figures["stoke_accuracy"] = float(epochs[-1][4])
+        figures["stoke_samples_per_s"] = statistics.median(float(e[5]) for e in epochs)
         out += ["", f"stoke (examples/multi_gpu): final test accuracy {figures['stoke_accuracy']:.4f}, "
                 f"median {figures['stoke_samples_per_s']:.0f} samples/s", ""]
     else:
         out += ["examples/multi_gpu printed no epoch line (see its log).", ""]
+    torch = read(logs, "pytorch")
     peer_lines = re.findall(r"^pytorch_\w+: epoch .*$", torch, re.M)
     if peer_lines:
         out += ["```"] + peer_lines + ["```", ""]
-    best = re.search(r"^pytorch_best_samples_per_s: (\d+)", torch, re.M)
-    idiom = re.search(r"^pytorch_best_idiom: (\w+)", torch, re.M)
-    if best and "stoke_samples_per_s" in figures:
-        figures["stoke_vs_pytorch"] = figures["stoke_samples_per_s"] / float(best[1])
-        out += [f"PyTorch's faster idiom ({idiom[1] if idiom else '?'}): median {best[1]} samples/s.", ""]
+    idioms = {}
+    for idiom, _, rate, accuracy in PEER_EPOCH.findall(torch):
+        idioms.setdefault(idiom, []).append((float(rate), float(accuracy)))
+    for idiom, runs in idioms.items():
+        out += [f"- PyTorch {idiom}: final test accuracy {runs[-1][1]:.4f}, "
+                f"median {statistics.median(r for r, _ in runs):.0f} samples/s"]
+    out += [""] if idioms else []
+    # The peer is PyTorch's captured step: the whole step as one CUDA graph.
+    if "graph" in idioms:
+        figures["pytorch_graph_accuracy"] = idioms["graph"][-1][1]
+        if "stoke_samples_per_s" in figures:
+            figures["stoke_vs_pytorch"] = (figures["stoke_samples_per_s"]
+                                           / statistics.median(r for r, _ in idioms["graph"]))
+
+    # The other runs of examples/multi_gpu: their epoch lines and median rate.
+    for path in sorted(logs.glob("multi_gpu_*.log")):
+        name = path.stem
+        runs = EPOCH.findall(path.read_text(errors="replace"))
+        out += [f"## {name}: {RUNS.get(name, 'examples/multi_gpu (see scripts/gpu-check)')}", ""]
+        if not runs:
+            out += ["It printed no epoch line (see its log).", ""]
+            continue
+        out += ["```"] + [f"epoch {e[0]} on {e[1]} {e[2]} devices: train loss {e[3]}, test accuracy "
+                          f"{e[4]}, {e[5]} samples/s" for e in runs] + ["```", ""]
+        out += [f"{name}: final test accuracy {runs[-1][4]}, median "
+                f"{statistics.median(float(e[5]) for e in runs):.0f} samples/s", ""]
 
     found = {}
     for name in ("prefetch_overlap", "cuda_device_bench"):
@@ -94,28 +134,46 @@ def main():
         body = [line for line in text.splitlines() if line and not line.startswith("===")]
         if body:
             out += [f"## {name}", "", "```"] + body + ["```", ""]
+    found.update(figures)
 
+    # (figure, what, operator, target, how the target reads; None: the target as written)
+    accuracy_floor = figures.get("pytorch_graph_accuracy")
+    accuracy_floor = None if accuracy_floor is None else accuracy_floor - ACCURACY_MARGIN
+    accuracy_goal = (f">= PyTorch graph's final test accuracy - {ACCURACY_MARGIN}"
+                     + ("" if accuracy_floor is None else f" = {accuracy_floor:.4f}"))
     targets = [
-        ("upload_vs_staging_dma_cuda", "H2D upload from pinned memory lent to the batcher / cudaMemcpyAsync from pinned memory alone", ">=", 0.9),
-        ("normalize_vs_d2d_copy", "u8 -> f32 normalise kernel bandwidth / device-to-device copy", ">=", 0.8),
-        ("loader_share_with_prefetch", "loader's share of a spin-kernel step, with prefetch_to_device", "<=", 0.02),
-        ("loader_share_without_prefetch", "the same without prefetch (for comparison)", None, None),
-        ("loader_share_device_batcher", "the same with cuda::ImageBatcher (batches made on the GPU)", None, None),
-        ("prefetch_overhead_cuda", "prefetch_overlap: step time with prefetch / host step alone", "<=", 1.02),
-        ("stoke_vs_pytorch", "examples/multi_gpu samples/s / PyTorch's faster idiom", ">=", 1.0),
-        ("stoke_accuracy", "examples/multi_gpu final test accuracy", ">=", 0.85),
+        ("stoke_vs_pytorch", "examples/multi_gpu median samples/s on one GPU / PyTorch's captured step "
+         "(graph)", ">=", 1.0, None),
+        ("stoke_accuracy", "examples/multi_gpu final test accuracy", ">=", accuracy_floor, accuracy_goal),
+        ("pytorch_graph_accuracy", "PyTorch's captured step (graph): final test accuracy", None, None, None),
+        ("normalize_vs_d2d_copy", "u8 -> f32 normalise kernel bandwidth / device-to-device copy", ">=", 0.85, None),
+        ("loader_share_with_prefetch", "loader's share of a spin-kernel step, with prefetch_to_device",
+         "<=", 0.005, None),
+        ("loader_share_device_batcher", "the same with cuda::ImageBatcher (batches made on the GPU)",
+         "<=", 0.005, None),
+        ("loader_share_without_prefetch", "the same without prefetch (for comparison)", None, None, None),
+        ("upload_vs_staging_dma_cuda", "H2D upload from pinned memory lent to the batcher / "
+         "cudaMemcpyAsync from pinned memory alone", ">=", 0.9, None),
+        ("prefetch_overhead_cuda", "prefetch_overlap: step time with prefetch / the synthetic step alone",
+         None, None, None),
+        ("steps_failed", "gpu-check steps that failed", "=", 0, None),
     ]
-    found.update({k: v for k, v in figures.items() if k in ("stoke_vs_pytorch", "stoke_accuracy")})
-    out += ["## Ratios and targets", "", "| figure | what | value | target | met |", "| --- | --- | --- | --- | --- |"]
-    for key, what, op, target in targets:
+    out += ["## Ratios and targets", "",
+            "The targets are issue #29's, except `upload_vs_staging_dma_cuda`'s, which is "
+            "bench/prefetch_overlap's own. `prefetch_overhead_cuda` has none here: prefetch_overlap "
+            "sets its target for larger batches (`--batch-size 1024`) than the default ones "
+            "gpu-check runs.", "",
+            "| figure | what | value | target | met |", "| --- | --- | --- | --- | --- |"]
+    for key, what, op, target, goal in targets:
         value = found.get(key)
-        shown = f"{value:.4f}" if value is not None else "not measured"
-        if op is None or value is None:
-            met = "" if op is None else "no"
-            goal = "" if op is None else f"{op} {target}"
+        shown = "not measured" if value is None else str(value) if isinstance(value, int) else f"{value:.4f}"
+        goal = "" if op is None else goal or f"{op} {target}"
+        if op is None:
+            met = ""
+        elif value is None or target is None:
+            met = "no"
         else:
-            ok = value >= target if op == ">=" else value <= target
-            met, goal = ("yes" if ok else "no"), f"{op} {target}"
+            met = "yes" if {">=": value >= target, "<=": value <= target, "=": value == target}[op] else "no"
         out.append(f"| `{key}` | {what} | {shown} | {goal} | {met} |")
     print("\n".join(out))
 

@@ -33,7 +33,8 @@ constexpr float kMomentum = 0.9f;
 /// What the command line chose.
 struct Options {
   fashion_mnist::Flags flags;
-  std::string backend;  ///< cuda, vulkan or cpu
+  std::string backend;      ///< cuda, vulkan or cpu
+  bool uncaptured = false;  ///< run every device step uncaptured (no CUDA graph)
 };
 
 /// Prints one line per epoch of `result` (the format scripts/gpu_results.py reads) and the
@@ -75,7 +76,8 @@ stoke::FitResult train(const Options& options, const std::vector<stoke::device_t
        .checkpoint_dir = flags.checkpoint_dir,
        .resume = flags.resume,
        .metrics_csv = flags.metrics_csv,
-       .live_progress = stoke::stdout_is_terminal()});
+       .live_progress = stoke::stdout_is_terminal(),
+       .capture_steps = !options.uncaptured});
   return learner.fit(std::move(train_loader), std::move(test_loader));
 }
 // --8<-- [end:train]
@@ -146,6 +148,8 @@ int main(int argc, char** argv) {
                            "devices to train on (0: every visible one; 2 CPU devices)");
   app.add_option("--backend", options.backend, "cuda, vulkan or cpu (default: the best present)")
       ->check(CLI::IsMember({"cuda", "vulkan", "cpu"}));
+  app.add_flag("--uncaptured", options.uncaptured,
+               "run every device step as separate operations, never as one captured graph");
   CLI11_PARSE(app, argc, argv);
   if (options.backend.empty()) options.backend = best_backend();
   try {

@@ -124,44 +124,68 @@ __device__ std::size_t real_rows(const SoftmaxSizes& sizes) {
   return sizes.real_rows_on_device == nullptr ? sizes.real_rows : *sizes.real_rows_on_device;
 }
 
+/// Threads of a forward block: a thread a (row, class) pair, `forward_rows(classes)` rows a block.
+constexpr unsigned forward_block_threads = 64;
+static_assert(forward_block_threads >= 2 * max_softmax_classes);
+
+/// The rows a forward block takes at once.
+__host__ __device__ constexpr unsigned forward_rows(std::size_t classes) {
+  return forward_block_threads / static_cast<unsigned>(classes);
+}
+
+/// The forward pass, a thread a (row, class) pair so a batch fills the GPU: each thread sums
+/// its logit over the features in order (as the host and the shaders do), the block shares the
+/// row's logits, and one thread a row takes the softmax, its gradients and the item's stats.
 __global__ void softmax_forward_kernel(SoftmaxSizes sizes, const float* inputs,
                                        const std::int32_t* labels, const float* parameters,
                                        float* dlogits, float* item_stats) {
+  __shared__ float logits[forward_block_threads];
   const std::size_t features = sizes.features;
   const std::size_t classes = sizes.classes;
   const std::size_t real = real_rows(sizes);
-  for (std::size_t i = first_index(); i < sizes.rows; i += grid_stride()) {
-    float* dlogit = dlogits + i * classes;
-    if (i >= real) {
-      for (std::size_t c = 0; c < classes; ++c) dlogit[c] = 0.0f;
-      item_stats[2 * i] = 0.0f;
-      item_stats[2 * i + 1] = 0.0f;
-      continue;
+  const unsigned rows_per_block = forward_rows(classes);
+  const unsigned local_row = threadIdx.x / static_cast<unsigned>(classes);
+  const unsigned c = threadIdx.x % static_cast<unsigned>(classes);
+  float* z = logits + static_cast<std::size_t>(local_row) * classes;
+  for (std::size_t first = static_cast<std::size_t>(blockIdx.x) * rows_per_block;
+       first < sizes.rows; first += static_cast<std::size_t>(gridDim.x) * rows_per_block) {
+    const std::size_t i = first + local_row;
+    const bool mine = local_row < rows_per_block && i < sizes.rows;
+    if (mine && i < real) {
+      float sum = 0.0f;
+      for (std::size_t f = 0; f < features; ++f) {
+        sum += inputs[i * features + f] * parameters[f * classes + c];
+      }
+      z[c] = sum + parameters[features * classes + c];
     }
-    float z[max_softmax_classes];
-    for (std::size_t c = 0; c < classes; ++c) z[c] = 0.0f;
-    for (std::size_t f = 0; f < features; ++f) {
-      const float x = inputs[i * features + f];
-      for (std::size_t c = 0; c < classes; ++c) z[c] += x * parameters[f * classes + c];
-    }
-    float top = -FLT_MAX;
-    std::size_t best = 0;
-    for (std::size_t c = 0; c < classes; ++c) {
-      z[c] += parameters[features * classes + c];
-      if (z[c] > top) {
-        top = z[c];
-        best = c;
+    __syncthreads();
+    if (mine && c == 0) {
+      float* dlogit = dlogits + i * classes;
+      if (i >= real) {
+        for (std::size_t k = 0; k < classes; ++k) dlogit[k] = 0.0f;
+        item_stats[2 * i] = 0.0f;
+        item_stats[2 * i + 1] = 0.0f;
+      } else {
+        float top = -FLT_MAX;
+        std::size_t best = 0;
+        for (std::size_t k = 0; k < classes; ++k) {
+          if (z[k] > top) {
+            top = z[k];
+            best = k;
+          }
+        }
+        float total = 0.0f;
+        for (std::size_t k = 0; k < classes; ++k) total += expf(z[k] - top);
+        // The host checked the labels; one out of range reads no memory and gives a NaN loss.
+        const auto y = static_cast<std::size_t>(static_cast<std::uint32_t>(labels[i]));
+        for (std::size_t k = 0; k < classes; ++k) {
+          dlogit[k] = expf(z[k] - top) / total - (k == y ? 1.0f : 0.0f);
+        }
+        item_stats[2 * i] = y < classes ? logf(total) - (z[y] - top) : __int_as_float(0x7fffffff);
+        item_stats[2 * i + 1] = best == y ? 1.0f : 0.0f;
       }
     }
-    float total = 0.0f;
-    for (std::size_t c = 0; c < classes; ++c) total += expf(z[c] - top);
-    // The host checked the labels; one out of range reads no memory and gives a NaN loss.
-    const auto y = static_cast<std::size_t>(static_cast<std::uint32_t>(labels[i]));
-    for (std::size_t c = 0; c < classes; ++c) {
-      dlogit[c] = expf(z[c] - top) / total - (c == y ? 1.0f : 0.0f);
-    }
-    item_stats[2 * i] = y < classes ? logf(total) - (z[y] - top) : __int_as_float(0x7fffffff);
-    item_stats[2 * i + 1] = best == y ? 1.0f : 0.0f;
+    __syncthreads();
   }
 }
 
@@ -238,8 +262,11 @@ cudaError_t softmax_forward(const SoftmaxSizes& sizes, const float* inputs,
                             const std::int32_t* labels, const float* parameters, float* dlogits,
                             float* item_stats, cudaStream_t stream) noexcept {
   if (sizes.rows == 0) return cudaSuccess;
-  return launch(softmax_forward_kernel, blocks_for(sizes.rows), stream, sizes, inputs, labels,
-                parameters, dlogits, item_stats);
+  const unsigned rows_per_block = forward_rows(sizes.classes);
+  const std::size_t blocks = (sizes.rows + rows_per_block - 1) / rows_per_block;
+  const auto grid = static_cast<unsigned>(blocks < 65535 ? blocks : 65535);
+  return launch(softmax_forward_kernel, Grid(grid, rows_per_block * sizes.classes), stream, sizes,
+                inputs, labels, parameters, dlogits, item_stats);
 }
 
 cudaError_t softmax_gradients(const SoftmaxSizes& sizes, const float* inputs, const float* dlogits,

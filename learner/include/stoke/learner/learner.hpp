@@ -163,6 +163,9 @@ class Learner {
         try {
           try {
             replicas[d].emplace(model_, optimizer_, d, devices_, *run.collective);
+            if constexpr (requires { replicas[d]->capture_steps(true); }) {
+              replicas[d]->capture_steps(options_.capture_steps);
+            }
           } catch (...) {
             made.count_down();
             throw;
@@ -246,8 +249,7 @@ class Learner {
       wait.stop();
       for (std::size_t step = 0; it != range.end(); ++step) {
         learning_rate = schedule_(global_step);
-        replica.train(*it);
-        replica.reduce_and_step(learning_rate);
+        replica.step(*it, learning_rate);
         ++global_step;
         if (d == 0) {
           run.result->global_step = global_step;

@@ -23,6 +23,9 @@ struct LearnerOptions {
   bool live_progress = false;              ///< a live line during each epoch (terminals)
   std::size_t stop_after_steps = 0;        ///< stop once this many steps are done (0: never)
   bool write_checkpoints = true;           ///< false on all but one rank of a distributed run
+  /// Run a device step as one captured graph where the backend can (`CapturingBackend`, one
+  /// device): the same bits, fewer host calls. False runs every step uncaptured.
+  bool capture_steps = true;
   /// Makes the collective over the learner's devices (participant k is device k); empty: the
   /// backend's own. A distributed run passes one that also reduces across ranks.
   std::function<AnyCollective(std::size_t participants)> make_collective{};

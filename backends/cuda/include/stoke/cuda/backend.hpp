@@ -4,6 +4,7 @@
 /// `stoke::DeviceBackend` whose devices are the visible CUDA devices and lanes on them.
 
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -19,6 +20,7 @@
 #include <stoke/cuda/fence.hpp>
 #include <stoke/cuda/lane_collective.hpp>
 #include <stoke/cuda/stager.hpp>
+#include <stoke/cuda/step_graph.hpp>
 #include <stoke/cuda/training.hpp>
 
 namespace stoke::cuda {
@@ -63,6 +65,7 @@ struct Backend : training::Operations {
   using Stager = cuda::Stager;        ///< uploads through pinned staging buffers
   using Tensor = cuda::Buffer;        ///< floats in device memory
   using Collective = LaneCollective;  ///< lanes summed on their GPU, NCCL across GPUs
+  using StepGraph = cuda::StepGraph;  ///< a training step captured as a CUDA graph
 
   /// `"cuda"`.
   static constexpr std::string_view name() noexcept { return "cuda"; }
@@ -93,6 +96,12 @@ struct Backend : training::Operations {
                        cuda::unavailable_reason());
     }
     return lanes_over(static_cast<std::size_t>(found.count), count);
+  }
+
+  /// The training operations `record()` enqueues on `device`, captured as one graph
+  /// (`stoke::CapturingBackend`).
+  static StepGraph capture_step(const Device& device, const std::function<void()>& record) {
+    return StepGraph(device, record);
   }
 
   /// Why no device is visible (empty when one is).

@@ -26,7 +26,8 @@ class Fence {
   /// A fence that has already signalled.
   Fence() = default;
   /// Records the work queued on `stream` (of `device`) so far.
-  Fence(const Device& device, cudaStream_t stream) : event_(std::make_shared<Event>(device)) {
+  Fence(const Device& device, cudaStream_t stream)
+      : event_(std::make_shared<Event>(device)), stream_(stream) {
     event_->record(stream);
   }
 
@@ -45,10 +46,13 @@ class Fence {
     throw_failure();
   }
   /// Makes later work on `stream` wait for this fence (without blocking the host); throws
-  /// instead if the fence carries a failure (the work it guards failed).
+  /// instead if the fence carries a failure (the work it guards failed). Work recorded on
+  /// `stream` itself is ordered already: nothing is queued then.
   void enqueue_wait(cudaStream_t stream) const {
     throw_failure();
-    if (event_) STOKE_CUDA_CHECK(cudaStreamWaitEvent(stream, event_->handle(), 0));
+    if (event_ && stream != stream_) {
+      STOKE_CUDA_CHECK(cudaStreamWaitEvent(stream, event_->handle(), 0));
+    }
   }
   /// The event, or null for a fence made signalled.
   [[nodiscard]] cudaEvent_t event() const noexcept { return event_ ? event_->handle() : nullptr; }
@@ -64,6 +68,7 @@ class Fence {
   }
 
   std::shared_ptr<Event> event_;
+  cudaStream_t stream_ = nullptr;               ///< where the event was recorded
   std::shared_ptr<const DeviceError> failure_;  ///< a failure of its own, reported when signalled
 };
 

@@ -97,8 +97,11 @@ class Event {
 
 namespace detail {
 
-/// What every user of one device shares: its copy stream. Lives as long as a buffer, a
-/// stager or a fence of the device needs it.
+/// What every user of one device shares: its copy stream (uploads, downloads, the batchers'
+/// kernels) and its compute stream (training). Two streams, so a batch's upload never queues
+/// behind a step's kernels, nor a step behind the loader: the work of one is ordered after the
+/// other's only through the buffers' fences. Lives as long as a buffer, a stager or a fence of
+/// the device needs it.
 class DeviceContext {
  public:
   /// The context of `device`, made on first use (thread-safe).
@@ -107,7 +110,7 @@ class DeviceContext {
   /// Makes the copy stream and keeps freed memory in the device's default pool: with the
   /// pool's release threshold at its default (0), every synchronisation would hand the
   /// memory back to the driver and the next batch would map it anew.
-  explicit DeviceContext(const Device& device) : device_(device), copy_(device) {
+  explicit DeviceContext(const Device& device) : device_(device), copy_(device), compute_(device) {
     const DeviceGuard guard(device);
     cudaMemPool_t pool = nullptr;
     STOKE_CUDA_CHECK(cudaDeviceGetDefaultMemPool(&pool, device.ordinal));
@@ -118,10 +121,13 @@ class DeviceContext {
   [[nodiscard]] const Device& device() const noexcept { return device_; }
   /// The device's copy stream: uploads, downloads, the batcher's kernels, frees.
   [[nodiscard]] cudaStream_t copy_stream() const noexcept { return copy_.handle(); }
+  /// The device's compute stream: the training operations, captured steps among them.
+  [[nodiscard]] cudaStream_t compute_stream() const noexcept { return compute_.handle(); }
 
  private:
   Device device_;
   Stream copy_;
+  Stream compute_;
 };
 
 }  // namespace detail

@@ -30,13 +30,28 @@
 #include <stoke/cuda/stager.hpp>
 
 /// Device-resident training on CUDA: what `cuda::Backend` offers as a `stoke::DeviceBackend`.
-/// Tensors are `Buffer`s; every operation runs on the device's copy stream (where the
-/// batchers put their batches), after the buffers' earlier writes (and, for the buffers it
-/// writes, their earlier uses), records its use of every buffer, and returns without waiting,
-/// except `download`.
+/// Tensors are `Buffer`s; every operation runs on the device's compute stream (the batchers
+/// put their batches on its copy stream), after the buffers' earlier writes (and, for the
+/// buffers it writes, their earlier uses), records its use of every buffer, and returns without
+/// waiting, except `download`. While a `StepGraph` captures, the operations are recorded into
+/// the graph with the buffers they touch, and the graph's launch does the ordering instead.
 namespace stoke::cuda::training {
 
 namespace detail {
+
+/// The buffers a capture saw, each with the memory it held then: a launch orders the graph
+/// after their fences and marks them, and the graph is stale once one holds other memory.
+struct CapturedBuffers {
+  cudaStream_t stream = nullptr;  ///< the capturing stream (the device's compute stream)
+  Device device;                  ///< its device
+  /// Every buffer read, with its memory then.
+  std::vector<std::pair<const Buffer*, const void*>> reads;
+  /// Every buffer written, with its memory then.
+  std::vector<std::pair<Buffer*, const void*>> writes;
+};
+
+/// The capture in progress on this thread, if any.
+inline thread_local CapturedBuffers* capturing = nullptr;
 
 /// The stager of `device` that uploads and downloads tensors (made on first use, kept for the
 /// life of the process like the device's context).
@@ -60,7 +75,7 @@ inline kernels::SoftmaxSizes kernel_sizes(const stoke::detail::SoftmaxSizes& siz
           static_cast<const std::uint32_t*>(real_rows->data())};
 }
 
-/// Queues `launch(stream)` (the call of `kernel`'s launcher) on the copy stream of the
+/// Queues `launch(stream)` (the call of `kernel`'s launcher) on the compute stream of the
 /// buffers' device, after the last write of every buffer in `reads` and the last write and
 /// uses of every buffer in `writes`; then marks the buffers it read as used by it and those it
 /// wrote as written by it. A null read (an optional tensor not given) is left out. Throws
@@ -87,7 +102,17 @@ void enqueue(const char* kernel, std::initializer_list<const Buffer*> optional_r
     }
   }
   const DeviceGuard guard(device);
-  const cudaStream_t stream = home->context()->copy_stream();
+  if (capturing != nullptr) {  // recorded into the graph; its launch orders and marks
+    if (!(capturing->device == device)) {
+      throw UsageError(std::string("stoke: cuda: ") + kernel + " on " + device_name(device) +
+                       " inside a step captured on " + device_name(capturing->device));
+    }
+    check(launch(capturing->stream), kernel);
+    for (const Buffer* buffer : reads) capturing->reads.emplace_back(buffer, buffer->data());
+    for (Buffer* buffer : writes) capturing->writes.emplace_back(buffer, buffer->data());
+    return;
+  }
+  const cudaStream_t stream = home->context()->compute_stream();
   for (const Buffer* buffer : reads) buffer->written().enqueue_wait(stream);
   for (const Buffer* buffer : writes) buffer->enqueue_wait_for_uses(stream);
   check(launch(stream), kernel);
@@ -212,6 +237,21 @@ struct Operations {
     if (words == 0) return;
     detail::enqueue("the fill_words kernel", {}, {&tensor}, [&](cudaStream_t stream) {
       return kernels::fill_words(static_cast<std::uint32_t*>(tensor.data()), words, word, stream);
+    });
+  }
+
+  /// Copies `source` into the start of `target` (both on one device), after `source`'s writes
+  /// and `target`'s writes and uses: a batch into a captured step's slot. Throws `UsageError`
+  /// when it does not fit.
+  static void copy(Buffer& target, const Buffer& source) {
+    if (source.size() > target.size()) {
+      throw UsageError("stoke: cuda: a copy of " + std::to_string(source.size()) +
+                       " bytes into a tensor of " + std::to_string(target.size()));
+    }
+    if (source.size() == 0) return;
+    detail::enqueue("the device copy", {&source}, {&target}, [&](cudaStream_t stream) {
+      return cudaMemcpyAsync(target.data(), source.data(), source.size(), cudaMemcpyDeviceToDevice,
+                             stream);
     });
   }
 

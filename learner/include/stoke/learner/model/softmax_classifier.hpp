@@ -111,25 +111,10 @@ class SoftmaxClassifier {
     B::add_softmax_sums(shape, item_stats_, sums, real_rows_);
   }
 
- private:
-  /// Whether `Data` carries its labels on the device.
-  static constexpr bool labels_on_device = requires(const Data& data) {
-    { data.device_labels } -> std::convertible_to<const Tensor&>;
-  };
-
-  /// The labels the kernels read: the batch's own on the device, or the uploaded copy.
-  const Tensor& labels_of(const Data& data) const {
-    if constexpr (labels_on_device) {
-      return data.device_labels;
-    } else {
-      return labels_;
-    }
-  }
-
-  /// Checks `batch` against the model, sizes the scratch tensors, writes its real-row count
-  /// where it differs from the last batch's and, where the batch has no labels on the device,
-  /// uploads them.
-  SoftmaxShape prepare(const BatchType& batch) {
+  /// Throws `UsageError` unless `batch` fits the model: its sizes agree, its rows have the
+  /// model's features and every real item's label is a class. Host work only (a captured step
+  /// runs it on every batch, its device work being the graph's).
+  void check(const BatchType& batch) const {
     const Data& data = batch.data;
     if (batch.padding > batch.size() || data.rows != batch.size() ||
         data.labels.size() != data.rows) {
@@ -152,6 +137,30 @@ class SoftmaxClassifier {
                          ") is outside [0, " + std::to_string(classes_) + ")");
       }
     }
+  }
+
+ private:
+  /// Whether `Data` carries its labels on the device.
+  static constexpr bool labels_on_device = requires(const Data& data) {
+    { data.device_labels } -> std::convertible_to<const Tensor&>;
+  };
+
+  /// The labels the kernels read: the batch's own on the device, or the uploaded copy.
+  const Tensor& labels_of(const Data& data) const {
+    if constexpr (labels_on_device) {
+      return data.device_labels;
+    } else {
+      return labels_;
+    }
+  }
+
+  /// Checks `batch` against the model, sizes the scratch tensors, writes its real-row count
+  /// where it differs from the last batch's and, where the batch has no labels on the device,
+  /// uploads them.
+  SoftmaxShape prepare(const BatchType& batch) {
+    check(batch);
+    const Data& data = batch.data;
+    const std::size_t real = batch.real_size();
     if constexpr (labels_on_device) {
       if (capacity(data.device_labels) < data.rows) {
         throw UsageError("stoke: SoftmaxClassifier: the batch's device labels hold " +

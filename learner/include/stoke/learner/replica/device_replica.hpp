@@ -6,14 +6,26 @@
 /// it, the optimizer kernel reads the item count from it and records the step's sums in an
 /// epoch history that the learner reads once an epoch (or at a checkpoint). Given the epoch's
 /// rates, it fills a step table once an epoch (`step_table.hpp`): a step then hands the device
-/// the same arguments every step, and its tensors are made in the first epoch only.
+/// the same arguments every step, and its tensors are made in the first epoch only. That is
+/// what lets a backend that captures (`CapturingBackend`: CUDA graphs) run a whole step with
+/// one launch: on one device, in an epoch begun with its rates, for a model that checks its
+/// batches apart (`ChecksBatches`) and a batch type with a slot (`detail::BatchSlot`), `step`
+/// runs the first step of a shape as it always does, captures the second (forward, gradients,
+/// optimizer, the table's counter) and launches that graph for every later batch of the shape,
+/// each copied into the slot first. The same kernels run with the same arguments read from the
+/// same tensors, so captured and uncaptured steps give the same bits; anything else the model
+/// runs (a step of another shape, validation) drops the graph, since it may change what the
+/// graph assumed (the real-row count on the device, a tensor made anew).
 
 #include <algorithm>
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
+#include <variant>
 #include <vector>
 
 #include <stoke/core/backend.hpp>
@@ -24,6 +36,7 @@
 #include <stoke/learner/device_backend.hpp>
 #include <stoke/learner/device_train_step.hpp>
 #include <stoke/learner/optim/device_optimizer.hpp>
+#include <stoke/learner/replica/captured_step.hpp>
 #include <stoke/learner/replica/step_tail.hpp>
 #include <stoke/learner/train_step.hpp>
 
@@ -107,6 +120,7 @@ class DeviceReplica {
   template <class BatchT>
     requires DeviceTrainStep<Model, B, BatchT>
   void train(const BatchT& batch) {
+    forget_graph();
     model_.train_step(batch, reduced_);
   }
 
@@ -118,24 +132,34 @@ class DeviceReplica {
   /// the step advances the table's counter; `learning_rate` must be the epoch's rate of this
   /// step (`UsageError` otherwise).
   void reduce_and_step(float learning_rate) {
-    const bool tabled = !rates_.empty();
-    if (tabled && (steps_in_epoch_ >= rates_.size() ||
-                   std::bit_cast<std::uint32_t>(rates_[steps_in_epoch_]) !=
-                       std::bit_cast<std::uint32_t>(learning_rate))) {
-      throw UsageError("stoke: a device replica's step " + std::to_string(steps_in_epoch_) +
-                       " is not in its epoch's table at rate " + std::to_string(learning_rate));
-    }
-    if (sharded()) collective_->all_reduce_sum(d_, reduced_);  // one device: nothing to sum
-    ++steps_taken_;
-    has_state_ = true;
-    Traits::template step<B>(
-        optimizer_, steps_taken_,
-        OptimizerStepShape{parameters_, own_.begin, own_.size(), learning_rate, steps_in_epoch_},
-        model_.parameters(), std::span(state_), reduced_, history_, tabled ? &table_ : nullptr);
-    if (tabled) B::advance_step(table_);
-    if (sharded()) collective_->all_gather(d_, model_.parameters());
-    ++steps_in_epoch_;
+    const bool tabled = check_rate(learning_rate);
+    enqueue_update(learning_rate, tabled);
+    count_step();
   }
+
+  /// `train(batch)` then `reduce_and_step(learning_rate)`: one step, run as a captured graph
+  /// where it can be (see the file's comment), else as those two calls.
+  template <class BatchT>
+    requires DeviceTrainStep<Model, B, BatchT>
+  void step(const BatchT& batch, float learning_rate) {
+    if constexpr (capturable<BatchT>) {
+      if (captured_step(batch, learning_rate)) return;
+      train(batch);
+      reduce_and_step(learning_rate);
+      warm_shape_ = Slot::shape_of(batch);
+    } else {
+      train(batch);
+      reduce_and_step(learning_rate);
+    }
+  }
+
+  /// Whether `step` may capture (on by default, where it can): off, every step runs uncaptured.
+  void capture_steps(bool allowed) {
+    capture_allowed_ = allowed;
+    forget_graph();
+  }
+  /// Steps run as a captured graph so far.
+  [[nodiscard]] std::size_t captured_steps() const noexcept { return captured_steps_; }
 
   /// The summed outputs of every step of this epoch so far (downloads the history).
   [[nodiscard]] std::vector<StepOutput> epoch_steps() const {
@@ -152,6 +176,7 @@ class DeviceReplica {
   template <class BatchT>
     requires DeviceTrainStep<Model, B, BatchT>
   void valid(const BatchT& batch) {
+    forget_graph();
     model_.valid_step(batch, valid_sums_);
   }
   /// The validation sums since the last call (downloaded), which starts them again.
@@ -201,7 +226,87 @@ class DeviceReplica {
   [[nodiscard]] Optim& optimizer() noexcept { return optimizer_; }
 
  private:
+  /// The slot of the model's batches, and whether a step on `BatchT` can be captured.
+  using Slot = BatchSlot<B, typename model_batch<Model>::type>;
+  template <class BatchT>
+  static constexpr bool capturable =
+      CapturingBackend<B> && Slot::available &&
+      std::same_as<BatchT, typename model_batch<Model>::type> && ChecksBatches<Model, BatchT>;
+  using Graph = typename optional_step_graph<B>::type;  // the graph, where `B` captures
+  using SlotHolder = std::conditional_t<Slot::available, Slot, std::monostate>;
+  using ShapeHolder = typename optional_slot_shape<Slot>::type;  // a batch shape, if any
+
   [[nodiscard]] bool sharded() const noexcept { return devices_ > 1; }
+
+  /// Runs the step on `batch` as the captured graph (capturing it first where the last step
+  /// ran uncaptured on a batch of this shape); false when it must run uncaptured.
+  template <class BatchT>
+  bool captured_step(const BatchT& batch, float learning_rate) {
+    if (!capture_allowed_ || sharded() || rates_.empty()) return false;
+    const auto shape = Slot::shape_of(batch);
+    if (graph_ && (shape != graph_shape_ || !graph_->current())) forget_graph();
+    if (!graph_ && warm_shape_ != shape) return false;  // runs once uncaptured first
+    const bool tabled = check_rate(learning_rate);
+    model_.check(batch);
+    slot_.fill(device_, batch);
+    if (!graph_) {
+      try {
+        graph_.emplace(B::capture_step(device_, [&] {
+          model_.train_step(slot_.held, reduced_);
+          enqueue_update(learning_rate, tabled);
+        }));
+      } catch (const UsageError&) {
+        throw;
+      } catch (const Error&) {  // the runtime cannot capture it: this replica runs uncaptured
+        capture_allowed_ = false;
+        return false;
+      }
+      graph_shape_ = shape;
+    }
+    graph_->launch();
+    count_step();
+    ++captured_steps_;
+    return true;
+  }
+
+  /// Drops the captured graph: the next step of a shape runs uncaptured before one is captured.
+  void forget_graph() noexcept {
+    graph_.reset();
+    warm_shape_.reset();
+  }
+
+  /// Whether the epoch has a step table; throws `UsageError` where `learning_rate` is not the
+  /// table's rate of this step.
+  bool check_rate(float learning_rate) const {
+    const bool tabled = !rates_.empty();
+    if (tabled && (steps_in_epoch_ >= rates_.size() ||
+                   std::bit_cast<std::uint32_t>(rates_[steps_in_epoch_]) !=
+                       std::bit_cast<std::uint32_t>(learning_rate))) {
+      throw UsageError("stoke: a device replica's step " + std::to_string(steps_in_epoch_) +
+                       " is not in its epoch's table at rate " + std::to_string(learning_rate));
+    }
+    return tabled;
+  }
+
+  /// Enqueues the sum over the devices, the optimizer step of the shard (from the step table
+  /// when `tabled`, then advancing its counter) and the all-gather: the device work of
+  /// `reduce_and_step`, which a captured step records.
+  void enqueue_update(float learning_rate, bool tabled) {
+    if (sharded()) collective_->all_reduce_sum(d_, reduced_);  // one device: nothing to sum
+    Traits::template step<B>(
+        optimizer_, steps_taken_ + 1,
+        OptimizerStepShape{parameters_, own_.begin, own_.size(), learning_rate, steps_in_epoch_},
+        model_.parameters(), std::span(state_), reduced_, history_, tabled ? &table_ : nullptr);
+    if (tabled) B::advance_step(table_);
+    if (sharded()) collective_->all_gather(d_, model_.parameters());
+  }
+
+  /// Counts a step taken.
+  void count_step() noexcept {
+    ++steps_taken_;
+    has_state_ = true;
+    ++steps_in_epoch_;
+  }
 
   /// Makes the history hold `steps` steps (it never shrinks: no tensor is made once it holds an
   /// epoch) and starts counting the epoch's steps.
@@ -232,6 +337,12 @@ class DeviceReplica {
   std::vector<float> rates_;   // the epoch's rates, when it was begun with them
   std::vector<Tensor> state_;  // the optimizer's arrays, own parameter shard only
   std::size_t steps_in_epoch_ = 0;
+  bool capture_allowed_ = true;     // whether `step` may capture
+  Graph graph_;                     // the captured step, if any
+  SlotHolder slot_;                 // where the captured step reads its batch
+  ShapeHolder graph_shape_;         // the shape of batch the graph was captured on
+  ShapeHolder warm_shape_;          // the shape of the last uncaptured step's batch, if none since
+  std::size_t captured_steps_ = 0;  // steps run as the graph
 };
 
 }  // namespace stoke::detail

@@ -84,6 +84,14 @@ class HostReplica {
     steps_.push_back(step);
   }
 
+  /// `train(batch)` then `reduce_and_step(learning_rate)`.
+  template <class BatchT>
+    requires TrainStep<Model, BatchT>
+  void step(const BatchT& batch, float learning_rate) {
+    train(batch);
+    reduce_and_step(learning_rate);
+  }
+
   /// The summed outputs of every step of this epoch so far.
   [[nodiscard]] const std::vector<StepOutput>& epoch_steps() const noexcept { return steps_; }
 

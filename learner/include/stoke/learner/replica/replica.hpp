@@ -31,12 +31,14 @@ namespace stoke {
 ///    `batch`; `r.reduce_and_step(learning_rate)` sums both over the devices and steps the
 ///    optimizer at `learning_rate` with the gradients divided by the summed count; every device
 ///    calls it once a step;
-/// 5. `r.epoch_steps()` is the summed `StepOutput` of every step of the epoch so far, in order;
-/// 6. `r.valid(batch)` adds the `StepOutput` of `batch` to the validation sums, and
+/// 5. `r.step(batch, learning_rate)` is `r.train(batch)` then `r.reduce_and_step(learning_rate)`
+///    (a device replica may run it as one captured graph);
+/// 6. `r.epoch_steps()` is the summed `StepOutput` of every step of the epoch so far, in order;
+/// 7. `r.valid(batch)` adds the `StepOutput` of `batch` to the validation sums, and
 ///    `r.take_valid_sums()` returns them and starts them again;
-/// 7. `r.parameters()` is the parameters as host floats; `r.model()` and `r.optimizer()` are
+/// 8. `r.parameters()` is the parameters as host floats; `r.model()` and `r.optimizer()` are
 ///    the replica's model and optimizer;
-/// 8. `r.whole_optimizer_state()` (the whole state, in `optimizer_type::state()`'s layout,
+/// 9. `r.whole_optimizer_state()` (the whole state, in `optimizer_type::state()`'s layout,
 ///    gathered from the devices' parameter shards) and `r.finish()` (the whole state into device
 ///    0's optimizer, at the end of training) are collective: every device calls them at the same
 ///    point.
@@ -54,6 +56,7 @@ concept Replica =
       replica.begin_epoch(steps, rates);
       replica.train(train_batch);
       replica.reduce_and_step(learning_rate);
+      replica.step(train_batch, learning_rate);
       { const_replica.epoch_steps() } -> std::ranges::random_access_range;
       requires std::same_as<std::ranges::range_value_t<decltype(const_replica.epoch_steps())>,
                             StepOutput>;
