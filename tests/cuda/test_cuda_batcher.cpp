@@ -43,6 +43,13 @@ TEST(CudaImageBatcher, NormalisedValuesEqualTheCpuBatchersBitForBit) {
     ASSERT_EQ(values.size(), want.size());
     for (std::size_t i = 0; i < values.size(); ++i) ASSERT_EQ(values[i], want[i]) << "at " << i;
     EXPECT_EQ(batch.labels, expected.labels);
+    // The device labels (the first words of the one buffer labels and pixels were copied in).
+    const auto label_bytes =
+        stoke::cuda::Backend::make_stager(device, 1)->download(batch.device_labels);
+    ASSERT_GE(label_bytes.size(), 5 * sizeof(std::int32_t));
+    std::vector<std::int32_t> device_labels(5);
+    std::memcpy(device_labels.data(), label_bytes.data(), 5 * sizeof(std::int32_t));
+    EXPECT_EQ(device_labels, std::vector<std::int32_t>(batch.labels.begin(), batch.labels.end()));
   }
 }
 

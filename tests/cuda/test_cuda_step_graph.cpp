@@ -2,7 +2,7 @@
 // as one CUDA graph where it can, and that gives the bits of the uncaptured step: the same
 // losses and parameters under SGD and Adam, with a rate that changes every step, a padded last
 // batch and validation between epochs (each of which drops the graph), and the same after an
-// exact resume.
+// exact resume; a captured run resumes onto two lanes (uncaptured) seeing every sample once.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -108,6 +108,36 @@ TEST(CudaStepGraph, ACapturedRunResumesExactlyFromAMidEpochCheckpoint) {
   std::filesystem::remove_all(dir);
   EXPECT_GT(resumed.launches, 0u);
   EXPECT_EQ(resumed.parameters, whole.parameters);  // bit for bit
+}
+
+TEST(CudaStepGraph, ACapturedRunResumesOntoTwoLanesSeeingEverySampleOnce) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const auto dir = std::filesystem::temp_directory_path() / "stoke_cuda_step_graph_elastic";
+  std::filesystem::remove_all(dir);
+  const ToyImages train(kTrainImages), valid(100, 9);
+  const auto fit = [&](const std::vector<cu::Device>& devices, stoke::LearnerOptions options) {
+    stoke::Learner<cu::Backend, GraphClassifier, stoke::Adam, stoke::ConstantLr> learner(
+        GraphClassifier(devices[0], ToyImages::kPixels, ToyImages::kClasses, kGraphSeed),
+        stoke::Adam(), stoke::ConstantLr{0.01f}, devices, std::move(options));
+    return learner.fit(
+        GraphBuilder(cu::ImageBatcher{}).batch_size(8).shuffle(5).drop_last().build(train),
+        GraphBuilder(cu::ImageBatcher{}).batch_size(32).pad().build(valid));
+  };
+  const std::size_t before = cu::testing::step_graph_launches().load();
+  const auto first = fit(cu::lanes_over(1, 1), {.epochs = 1,
+                                                .checkpoint_dir = dir,
+                                                .checkpoint_every_steps = 10,
+                                                .log = nullptr,
+                                                .stop_after_steps = 10});
+  EXPECT_TRUE(first.stopped_early);
+  EXPECT_EQ(cu::testing::step_graph_launches().load() - before, 9u);  // steps 2 to 10
+  const auto after = fit(cu::lanes_over(1, 2),
+                         {.epochs = 1, .checkpoint_dir = dir, .resume = true, .log = nullptr});
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(after.resumed);
+  // 10 steps of 8 consumed 80 samples; the other 400 are 25 steps of 8 on each of 2 lanes.
+  EXPECT_EQ(after.step_losses.size(), 25u);
+  EXPECT_EQ(after.epochs.back().valid_items, 100u);
 }
 
 TEST(CudaStepGraph, AGraphIsStaleOnceATensorItTouchesIsMadeAnew) {

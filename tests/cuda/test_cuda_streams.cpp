@@ -162,6 +162,22 @@ TEST(CudaRuntime, AGuardOnTheCurrentDeviceSwitchesNothing) {
   EXPECT_FALSE(guard.switched());
 }
 
+TEST(CudaRuntime, AnEventHandedBackIsHandedOutAgainAndRecordsAnew) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const auto device = stoke::cuda::Backend::devices().front();
+  cudaEvent_t first = nullptr;
+  {
+    const stoke::cuda::Event event(device);
+    first = event.handle();
+  }
+  stoke::cuda::Event again(device);
+  EXPECT_EQ(again.handle(), first);  // from the pool, not made anew
+  const stoke::cuda::Buffer buffer(device, 1 << 20);
+  again.record(buffer.context()->copy_stream());
+  EXPECT_EQ(cudaEventSynchronize(again.handle()), cudaSuccess);
+  EXPECT_EQ(cudaEventQuery(again.handle()), cudaSuccess);
+}
+
 TEST(CudaRuntime, FreedMemoryStaysInTheDevicesPool) {
   STOKE_CUDA_REQUIRE_DEVICES(1);
   const Device device = stoke::cuda::Backend::devices().front();

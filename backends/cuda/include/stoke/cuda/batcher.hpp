@@ -35,8 +35,9 @@ namespace stoke::cuda {
 /// A batch of labelled images on a CUDA device.
 using ImageBatch = DeviceImageBatch<Buffer, Fence>;
 
-/// Batches `LabeledImage`s into an `ImageBatch` on the requested CUDA device: the pixel bytes
-/// are gathered into a pinned staging buffer, copied to the device, and turned into floats
+/// Batches `LabeledImage`s into an `ImageBatch` on the requested CUDA device: the labels and
+/// pixel bytes are gathered into a pinned staging buffer, copied to the device, and turned into
+/// floats
 /// `(b / 255 - mean) / std` by a kernel on the device's copy stream, so four times fewer
 /// bytes cross the bus than for a host-normalised batch. The values equal
 /// `cpu::ImageBatcher`'s, which refuses the same inputs with the same `InputError`s.
@@ -49,26 +50,27 @@ class ImageBatcher : public stoke::ByteImageNormalization {
         table_(kernels::ByteTable::of(stoke::normalization_table(mean, std))),
         stagers_(std::make_shared<detail::StagerCache>(staging_slots)) {}
 
-  /// The batch of `items`, on `device`.
+  /// The batch of `items`, on `device`: labels and pixel bytes staged and copied as one
+  /// buffer (which the batch keeps as its device labels: its first `rows` words), then the
+  /// pixels normalised into the inputs.
   ImageBatch batch(std::vector<LabeledImage> items, const Device& device) const {
     stoke::ImageRows rows = checked_rows("cuda::ImageBatcher", items);
     const std::size_t count = rows.rows * rows.pixels;
     Stager& stager = stagers_->of(device);
-    auto bytes = stoke::upload_image_rows(stager, items, rows);
-    auto labels = stager.upload(std::as_bytes(std::span(rows.labels)));
-    // The kernel runs on the copy stream, after both uploads (so `ready` covers the labels);
-    // the byte buffer is freed in stream order after it.
+    auto labelled = stoke::upload_labelled_image_rows(stager, items, rows);
+    // The kernel runs on the copy stream, after the upload (so `ready` covers the labels).
     const DeviceGuard guard(device);
     const cudaStream_t stream = stager.context()->copy_stream();
     Buffer inputs(stager.context(), count * sizeof(float));
-    STOKE_CUDA_CHECK(kernels::normalize_u8(static_cast<const std::uint8_t*>(bytes.value.data()),
-                                           static_cast<float*>(inputs.data()), count, table_,
-                                           stream));
+    const auto* pixels =
+        static_cast<const std::uint8_t*>(labelled.value.data()) + stoke::labelled_rows_offset(rows);
+    STOKE_CUDA_CHECK(
+        kernels::normalize_u8(pixels, static_cast<float*>(inputs.data()), count, table_, stream));
     Fence ready(device, stream);
     inputs.mark_written(ready);
-    bytes.value.mark_written(ready);
+    labelled.value.mark_written(ready);
     return ImageBatch{std::move(inputs), std::move(rows.labels), rows.rows,
-                      rows.pixels,       std::move(ready),       std::move(labels.value)};
+                      rows.pixels,       std::move(ready),       std::move(labelled.value)};
   }
 
  private:

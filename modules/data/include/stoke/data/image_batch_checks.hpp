@@ -105,4 +105,27 @@ auto upload_image_rows(Stager& stager, std::span<const LabeledImage> items, cons
   });
 }
 
+/// Starts the upload of the labels (int32) of `rows` and then the pixels of `items`, row after
+/// row, as one copy through `stager.upload_with`: one staging claim, one copy and one device
+/// buffer for both, whose first `rows.rows` words are the batch's device labels and whose
+/// pixels start at `labelled_rows_offset(rows)`. Returns what `upload_with` returns.
+template <class Stager>
+auto upload_labelled_image_rows(Stager& stager, std::span<const LabeledImage> items,
+                                const ImageRows& rows) {
+  const std::size_t label_bytes = rows.labels.size() * sizeof(std::int32_t);
+  return stager.upload_with(
+      label_bytes + rows.rows * rows.pixels, [&](std::span<std::byte> staging) {
+        if (label_bytes > 0) std::memcpy(staging.data(), rows.labels.data(), label_bytes);
+        std::byte* pixels = staging.data() + label_bytes;
+        for (std::size_t i = 0; i < rows.rows && rows.pixels > 0; ++i) {
+          std::memcpy(pixels + i * rows.pixels, items[i].pixels.data(), rows.pixels);
+        }
+      });
+}
+
+/// Where the pixels start in the buffer `upload_labelled_image_rows` fills: after the labels.
+[[nodiscard]] inline std::size_t labelled_rows_offset(const ImageRows& rows) noexcept {
+  return rows.labels.size() * sizeof(std::int32_t);
+}
+
 }  // namespace stoke
