@@ -74,24 +74,38 @@ class Buffer {
   [[nodiscard]] const Fence& written() const noexcept { return written_; }
   /// Records queued work that writes the buffer and completes at `fence`.
   void mark_written(Fence fence) { written_ = std::move(fence); }
+  /// Records queued work that writes the buffer, completes at `fence` and was queued after
+  /// `enqueue_wait_for_uses`: it is ordered after every earlier use, so they are forgotten
+  /// (whoever waits for it waits for them).
+  void mark_written_after_uses(Fence fence) {
+    written_ = std::move(fence);
+    uses_.clear();
+  }
   /// Records the work queued on `stream` so far as a use of the buffer (call it after queuing
   /// a kernel or copy that reads or writes it): the memory is freed only once that work is
-  /// done, and later writers that call `enqueue_wait_for_uses` wait for it. Uses whose work is
-  /// done are forgotten. A use does not change the bytes, so a const buffer records it too.
+  /// done, and later writers that call `enqueue_wait_for_uses` wait for it. A use does not
+  /// change the bytes, so a const buffer records it too.
   void record_use(cudaStream_t stream) const {
     if (data_ != nullptr) record_use(Fence(context_->device(), stream));
   }
-  /// Records queued work that uses the buffer and completes at `fence` (see above).
+  /// Records queued work that uses the buffer and completes at `fence` (see above), a fence
+  /// made after the work it records. One use is kept a stream: a later fence of a stream
+  /// signals after its earlier ones, so it replaces them, and nothing is asked of the runtime.
   void record_use(Fence fence) const {
-    if (data_ == nullptr) return;
-    std::erase_if(uses_, [](const Fence& use) { return use.ready(); });
+    if (data_ == nullptr || fence.event() == nullptr) return;
+    for (Fence& use : uses_) {
+      if (use.stream() == fence.stream()) {
+        use = std::move(fence);
+        return;
+      }
+    }
     uses_.push_back(std::move(fence));
   }
   /// Makes later work on `stream` wait for the last write and every recorded use: what work
-  /// that overwrites the buffer must wait for (readers need only `written()`).
+  /// that overwrites the buffer must wait for (readers need only `written()`). Fences of
+  /// `stream` itself queue nothing.
   void enqueue_wait_for_uses(cudaStream_t stream) const {
     written_.enqueue_wait(stream);
-    std::erase_if(uses_, [](const Fence& use) { return use.ready(); });
     for (const Fence& use : uses_) use.enqueue_wait(stream);
   }
 
@@ -100,14 +114,14 @@ class Buffer {
     if (data_ == nullptr) return;
     try {
       const DeviceGuard guard(context_->device());
-      if (written_.event() != nullptr) {
-        STOKE_CUDA_LOG(cudaStreamWaitEvent(context_->copy_stream(), written_.event(), 0));
-      }
-      for (const Fence& use : uses_) {
-        if (use.event() != nullptr) {
-          STOKE_CUDA_LOG(cudaStreamWaitEvent(context_->copy_stream(), use.event(), 0));
+      const cudaStream_t frees = context_->copy_stream();
+      const auto wait = [frees](const Fence& fence) {  // a fence of `frees` is ordered already
+        if (fence.event() != nullptr && fence.stream() != frees) {
+          STOKE_CUDA_LOG(cudaStreamWaitEvent(frees, fence.event(), 0));
         }
-      }
+      };
+      wait(written_);
+      for (const Fence& use : uses_) wait(use);
       STOKE_CUDA_LOG(cudaFreeAsync(data_, context_->copy_stream()));
     } catch (const Error&) {  // the device is gone: nothing left to free
     }
@@ -120,7 +134,8 @@ class Buffer {
   void* data_ = nullptr;
   std::size_t size_ = 0;
   Fence written_;
-  mutable std::vector<Fence> uses_;  ///< work the free and later writers must wait for
+  mutable std::vector<Fence>
+      uses_;  ///< work the free and later writers must wait for, one a stream
 };
 
 }  // namespace stoke::cuda

@@ -54,6 +54,8 @@ class Fence {
       STOKE_CUDA_CHECK(cudaStreamWaitEvent(stream, event_->handle(), 0));
     }
   }
+  /// The stream the event was recorded on, or null for a fence made signalled.
+  [[nodiscard]] cudaStream_t stream() const noexcept { return stream_; }
   /// The event, or null for a fence made signalled.
   [[nodiscard]] cudaEvent_t event() const noexcept { return event_ ? event_->handle() : nullptr; }
 

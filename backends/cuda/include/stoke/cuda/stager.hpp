@@ -202,7 +202,7 @@ class Stager {
     const Fence fence(device(), context_->copy_stream());
     slot.busy_until(fence);
     Fence done = reported(fence);
-    target.mark_written(done);
+    target.mark_written_after_uses(done);
     return done;
   }
 

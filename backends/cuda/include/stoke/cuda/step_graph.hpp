@@ -103,7 +103,7 @@ class StepGraph {
     STOKE_CUDA_CHECK(cudaGraphLaunch(exec_, stream));
     const Fence done(context_->device(), stream);
     for (const auto& [buffer, memory] : reads_) buffer->record_use(done);
-    for (const auto& [buffer, memory] : writes_) buffer->mark_written(done);
+    for (const auto& [buffer, memory] : writes_) buffer->mark_written_after_uses(done);
     testing::step_graph_launches().fetch_add(1, std::memory_order_relaxed);
   }
 

@@ -118,7 +118,7 @@ void enqueue(const char* kernel, std::initializer_list<const Buffer*> optional_r
   check(launch(stream), kernel);
   const Fence done(device, stream);
   for (const Buffer* buffer : reads) buffer->record_use(done);
-  for (Buffer* buffer : writes) buffer->mark_written(done);
+  for (Buffer* buffer : writes) buffer->mark_written_after_uses(done);
 }
 
 /// `buffer`'s floats for a kernel.
