@@ -13,7 +13,8 @@
 //               (c) a device batcher: cuda::ImageBatcher normalises each batch on the GPU.
 //
 // Prints `ratio <name>: <x>` lines (scripts/gpu-check collects them into bench/GPU_RESULTS.md):
-//   normalize_vs_d2d_copy          kernel bytes/s over copy bytes/s (target >= 0.85)
+//   normalize_vs_d2d_copy          kernel bytes/s over copy bytes/s, random bytes (target >= 0.85)
+//   normalize_flip_chw_vs_d2d_copy the same for the augmenting batcher's kernel
 //   loader_share_with_prefetch     (loop time / spin time) - 1 for (b) (target <= 0.005)
 //   loader_share_without_prefetch  the same for (a)
 //   loader_share_device_batcher    the same for (c)
@@ -66,38 +67,88 @@ double gpu_seconds(cudaStream_t stream, int count, Enqueue&& enqueue) {
   return ms / 1e3;
 }
 
-void normalise_bandwidth(const stoke::cuda::Device& device, std::size_t megabytes) {
-  const std::size_t n = megabytes << 20;
-  const stoke::cuda::DeviceGuard guard(device);
-  const stoke::cuda::Stream stream(device);
-  stoke::cuda::Buffer bytes(device, n), floats(device, n * sizeof(float)),
-      copy(device, n * sizeof(float));
-  STOKE_CUDA_CHECK(cudaMemsetAsync(bytes.data(), 0x5A, n, stream.handle()));
-  STOKE_CUDA_CHECK(cudaMemsetAsync(floats.data(), 0, n * sizeof(float), stream.handle()));
-  const auto table =
-      stoke::cuda::kernels::ByteTable::of(stoke::normalization_table(0.286F, 0.353F));
-  const auto normalise = [&](cudaStream_t s) {
-    STOKE_CUDA_CHECK(stoke::cuda::kernels::normalize_u8(
-        static_cast<const std::uint8_t*>(bytes.data()), floats.floats().data(), n, table, s));
-  };
+/// `n` pseudo-random bytes on `device` (table lookups of one repeated byte would all hit one
+/// shared-memory bank and flatter the kernels).
+stoke::cuda::Buffer random_bytes(const stoke::cuda::Device& device, std::size_t n) {
+  std::vector<std::uint8_t> host(n);
+  std::uint64_t state = 0x2545f4914f6cdd1dULL;
+  for (auto& b : host) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    b = static_cast<std::uint8_t>(state >> 56);
+  }
+  stoke::cuda::Buffer bytes(device, n);
+  bytes.written().wait();  // allocated on the copy stream; cudaMemcpy does not wait for it
+  STOKE_CUDA_CHECK(cudaMemcpy(bytes.data(), host.data(), n, cudaMemcpyHostToDevice));
+  return bytes;
+}
+
+/// Bytes per second of `kernel` against a device-to-device copy of its output's size, both
+/// timed on `stream` (medians of 7 rounds of 10), printed as `ratio <name>: <x>` with `what`.
+template <class Kernel>
+void against_d2d_copy(const char* name, const char* what, cudaStream_t stream, std::size_t n,
+                      stoke::cuda::Buffer& floats, stoke::cuda::Buffer& copy, Kernel&& kernel) {
   const auto d2d = [&](cudaStream_t s) {
     STOKE_CUDA_CHECK(cudaMemcpyAsync(copy.data(), floats.data(), n * sizeof(float),
                                      cudaMemcpyDeviceToDevice, s));
   };
-  std::vector<double> kernel, plain;
-  (void)gpu_seconds(stream.handle(), 3, normalise);  // warm up
-  (void)gpu_seconds(stream.handle(), 3, d2d);
+  std::vector<double> kernel_seconds, copy_seconds;
+  (void)gpu_seconds(stream, 3, kernel);  // warm up
+  (void)gpu_seconds(stream, 3, d2d);
   for (int r = 0; r < 7; ++r) {
-    kernel.push_back(gpu_seconds(stream.handle(), 10, normalise) / 10);
-    plain.push_back(gpu_seconds(stream.handle(), 10, d2d) / 10);
+    kernel_seconds.push_back(gpu_seconds(stream, 10, kernel) / 10);
+    copy_seconds.push_back(gpu_seconds(stream, 10, d2d) / 10);
   }
-  const double kernel_bps = 5.0 * double(n) / median(kernel);
-  const double copy_bps = 8.0 * double(n) / median(plain);
-  std::printf("normalise: %zu MiB of bytes -> floats in %.3f ms: %.0f GB/s (read + written)\n",
-              megabytes, median(kernel) * 1e3, kernel_bps / 1e9);
+  const double kernel_bps = 5.0 * double(n) / median(kernel_seconds);
+  const double copy_bps = 8.0 * double(n) / median(copy_seconds);
+  std::printf("%s: %zu MiB of random bytes -> floats in %.3f ms: %.0f GB/s (read + written)\n",
+              what, n >> 20, median(kernel_seconds) * 1e3, kernel_bps / 1e9);
   std::printf("d2d copy:  %zu MiB of floats in %.3f ms: %.0f GB/s (read + written)\n",
-              megabytes * 4, median(plain) * 1e3, copy_bps / 1e9);
-  std::printf("ratio normalize_vs_d2d_copy: %.3f\n", kernel_bps / copy_bps);
+              (n >> 20) * 4, median(copy_seconds) * 1e3, copy_bps / 1e9);
+  std::printf("ratio %s: %.3f\n", name, kernel_bps / copy_bps);
+}
+
+/// The normalise kernels on `megabytes` MiB of random bytes against a device-to-device copy of
+/// the floats they write: `normalize_u8` (cuda::ImageBatcher's) and `normalize_flip_chw`
+/// (cuda::AugmentingImageBatcher's, 224 x 224 RGB images, every other one mirrored).
+void normalise_bandwidth(const stoke::cuda::Device& device, std::size_t megabytes) {
+  const stoke::cuda::DeviceGuard guard(device);
+  const stoke::cuda::Stream stream(device);
+  constexpr std::uint32_t side = 224, channels = 3;
+  const std::size_t image = std::size_t{side} * side * channels;
+  const std::size_t n = (megabytes << 20) / image * image;
+  stoke::cuda::Buffer bytes = random_bytes(device, n);
+  stoke::cuda::Buffer floats(device, n * sizeof(float)), copy(device, n * sizeof(float));
+  floats.written().enqueue_wait(stream.handle());  // their allocations, on the copy stream
+  copy.written().enqueue_wait(stream.handle());
+  STOKE_CUDA_CHECK(cudaMemsetAsync(floats.data(), 0, n * sizeof(float), stream.handle()));
+  const auto* in = static_cast<const std::uint8_t*>(bytes.data());
+  const auto table =
+      stoke::cuda::kernels::ByteTable::of(stoke::normalization_table(0.286F, 0.353F));
+  against_d2d_copy(
+      "normalize_vs_d2d_copy", "normalise", stream.handle(), n, floats, copy, [&](cudaStream_t s) {
+        STOKE_CUDA_CHECK(
+            stoke::cuda::kernels::normalize_u8(in, floats.floats().data(), n, table, s));
+      });
+
+  const stoke::cuda::kernels::ImageRowsShape shape{static_cast<std::uint32_t>(n / image), side,
+                                                   side, channels};
+  std::vector<std::uint32_t> host_flips(shape.rows);
+  for (std::size_t i = 0; i < host_flips.size(); ++i) host_flips[i] = i % 2;
+  stoke::cuda::Buffer flips(device, host_flips.size() * sizeof(std::uint32_t));
+  flips.written().wait();
+  STOKE_CUDA_CHECK(
+      cudaMemcpy(flips.data(), host_flips.data(), flips.size(), cudaMemcpyHostToDevice));
+  stoke::cuda::kernels::ChannelTables tables{};
+  const auto channel = stoke::normalization_table(0.286F, 0.353F);
+  for (std::uint32_t c = 0; c < channels; ++c) {
+    for (std::size_t b = 0; b < 256; ++b) tables.values[c][b] = channel[b];
+  }
+  against_d2d_copy("normalize_flip_chw_vs_d2d_copy", "normalise, flip, CHW", stream.handle(), n,
+                   floats, copy, [&](cudaStream_t s) {
+                     STOKE_CUDA_CHECK(stoke::cuda::kernels::normalize_flip_chw(
+                         in, static_cast<const std::uint32_t*>(flips.data()),
+                         floats.floats().data(), shape, tables, s));
+                   });
 }
 
 /// Images of pseudo-random bytes, viewed without copies.

@@ -171,6 +171,8 @@ using stoke::SplitSource;
 using stoke::to_json;
 using stoke::TrainingLoader;
 using stoke::upload_image_rows;
+using stoke::upload_labelled_image_rows;
+using stoke::labelled_rows_offset;
 using stoke::UploadClassification;
 using stoke::UploadHostBytes;
 }  // namespace stoke
@@ -257,6 +259,8 @@ using stoke::ConstantLr;
 using stoke::CosineLr;
 using stoke::describe;
 using stoke::DeviceBackend;
+using stoke::CapturingBackend;
+using stoke::ChecksBatches;
 using stoke::DeviceOptimizer;
 using stoke::DeviceOptimizerTraits;
 using stoke::DeviceTrainStep;

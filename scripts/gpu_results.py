@@ -146,7 +146,10 @@ def main():
          "(graph)", ">=", 1.0, None),
         ("stoke_accuracy", "examples/multi_gpu final test accuracy", ">=", accuracy_floor, accuracy_goal),
         ("pytorch_graph_accuracy", "PyTorch's captured step (graph): final test accuracy", None, None, None),
-        ("normalize_vs_d2d_copy", "u8 -> f32 normalise kernel bandwidth / device-to-device copy", ">=", 0.85, None),
+        ("normalize_vs_d2d_copy", "u8 -> f32 normalise kernel bandwidth / device-to-device copy "
+         "(random bytes)", ">=", 0.85, None),
+        ("normalize_flip_chw_vs_d2d_copy", "the same for the normalise-flip-CHW kernel (224 x 224 RGB, "
+         "every other image mirrored)", ">=", 0.85, None),
         ("loader_share_with_prefetch", "loader's share of a spin-kernel step, with prefetch_to_device",
          "<=", 0.005, None),
         ("loader_share_device_batcher", "the same with cuda::ImageBatcher (batches made on the GPU)",
