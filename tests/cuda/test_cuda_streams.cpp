@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstring>
 #include <span>
+#include <string>
 #include <vector>
 
 #include <stoke/cuda.hpp>
@@ -150,6 +151,69 @@ TEST(CudaKernels, NormaliseEqualsTheCpuTableOnTheVectorAndScalarPaths) {
         ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), kSentinel)
             << "offset " << offset << ", " << n << " bytes: float " << i << " written";
       }
+    }
+  }
+}
+
+TEST(CudaKernels, NormaliseFlipChwEqualsTheHostOnTheRowAndQuadPaths) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const Device device = stoke::cuda::Backend::devices().front();
+  const auto table = stoke::normalization_table(0.2860F, 0.3530F);
+  stoke::cuda::kernels::ChannelTables tables{};
+  for (std::size_t c = 0; c < 3; ++c) {
+    for (std::size_t b = 0; b < 256; ++b) tables.values[c][b] = table[b] + static_cast<float>(c);
+  }
+  auto stager = stoke::cuda::Backend::make_stager(device, 1);
+  const stoke::cuda::DeviceGuard guard(device);
+  constexpr std::uint32_t kSentinel = 0xA5A5A5A5U;
+  struct Case {
+    stoke::cuda::kernels::ImageRowsShape shape;
+    std::size_t offset;  // floats into the output: 1 leaves it unaligned
+  };
+  // A width that is a multiple of 4 with aligned output takes the row path; width 7 and the
+  // unaligned output take the per-quad one.
+  for (const Case& test : {Case{{3, 5, 8, 3}, 0}, Case{{3, 5, 7, 3}, 0}, Case{{2, 4, 12, 1}, 0},
+                           Case{{3, 5, 8, 3}, 1}}) {
+    const auto& [rows, height, width, channels] = test.shape;
+    const std::size_t count = std::size_t{rows} * height * width * channels;
+    std::vector<std::uint8_t> bytes(count);
+    for (std::size_t i = 0; i < count; ++i) {
+      bytes[i] = static_cast<std::uint8_t>((i * 2654435761U) >> 24);
+    }
+    std::vector<std::uint32_t> flips(rows);
+    for (std::size_t n = 0; n < rows; ++n) flips[n] = n % 2 == 0 ? 1 : 0;
+    const auto input = stager->upload(std::as_bytes(std::span(bytes)));
+    const auto flags = stager->upload(std::as_bytes(std::span(flips)));
+    input.fence.wait();
+    flags.fence.wait();
+    const cudaStream_t stream = input.value.context()->copy_stream();
+    Buffer out(device, (count + 2) * sizeof(float));
+    STOKE_CUDA_CHECK(cudaMemsetAsync(out.data(), 0xA5, out.size(), stream));
+    STOKE_CUDA_CHECK(stoke::cuda::kernels::normalize_flip_chw(
+        static_cast<const std::uint8_t*>(input.value.data()),
+        static_cast<const std::uint32_t*>(flags.value.data()), out.floats().data() + test.offset,
+        test.shape, tables, stream));
+    out.mark_written(stoke::cuda::Fence(device, stream));
+    const auto got = download_floats(device, out);
+    const std::string what = "width " + std::to_string(width) + ", " + std::to_string(channels) +
+                             " channels, offset " + std::to_string(test.offset);
+    for (std::size_t n = 0; n < rows; ++n) {
+      for (std::size_t c = 0; c < channels; ++c) {
+        for (std::size_t y = 0; y < height; ++y) {
+          for (std::size_t x = 0; x < width; ++x) {
+            const std::size_t from = flips[n] != 0 ? width - 1 - x : x;
+            const float want =
+                tables.values[c][bytes[((n * height + y) * width + from) * channels + c]];
+            const std::size_t at = ((n * channels + c) * height + y) * width + x;
+            ASSERT_EQ(got[at + test.offset], want) << what << ": image " << n << ", channel " << c
+                                                   << ", row " << y << ", column " << x;
+          }
+        }
+      }
+    }
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (i >= test.offset && i < test.offset + count) continue;
+      ASSERT_EQ(std::bit_cast<std::uint32_t>(got[i]), kSentinel) << what << ": float " << i;
     }
   }
 }
