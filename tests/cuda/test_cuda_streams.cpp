@@ -155,7 +155,7 @@ TEST(CudaKernels, NormaliseEqualsTheCpuTableOnTheVectorAndScalarPaths) {
   }
 }
 
-TEST(CudaKernels, NormaliseFlipChwEqualsTheHostOnTheRowAndQuadPaths) {
+TEST(CudaKernels, NormaliseFlipChwEqualsTheHostOnTheVectorAndScalarPaths) {
   STOKE_CUDA_REQUIRE_DEVICES(1);
   const Device device = stoke::cuda::Backend::devices().front();
   const auto table = stoke::normalization_table(0.2860F, 0.3530F);
@@ -170,8 +170,8 @@ TEST(CudaKernels, NormaliseFlipChwEqualsTheHostOnTheRowAndQuadPaths) {
     stoke::cuda::kernels::ImageRowsShape shape;
     std::size_t offset;  // floats into the output: 1 leaves it unaligned
   };
-  // A width that is a multiple of 4 with aligned output takes the row path; width 7 and the
-  // unaligned output take the per-quad one.
+  // An aligned output takes the float4 path (width 7: quads that cross lines), the unaligned
+  // one the scalar path.
   for (const Case& test : {Case{{3, 5, 8, 3}, 0}, Case{{3, 5, 7, 3}, 0}, Case{{2, 4, 12, 1}, 0},
                            Case{{3, 5, 8, 3}, 1}}) {
     const auto& [rows, height, width, channels] = test.shape;

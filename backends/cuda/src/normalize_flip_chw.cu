@@ -1,9 +1,5 @@
 // The kernel of cuda::AugmentingImageBatcher: HWC u8 rows rendered on the host, mirrored where
 // flagged and normalised into CHW float32 rows by the host's per-channel tables.
-#include <algorithm>
-#include <cstddef>
-#include <cstdint>
-
 #include <stoke/cuda/kernels.hpp>
 
 #include "launch.cuh"
@@ -77,58 +73,6 @@ __global__ void normalize_flip_chw_kernel(const std::uint8_t* in, const std::uin
   for (std::size_t i = quads * 4 + first; i < count; i += stride) out[i] = value(place_of(i));
 }
 
-/// Threads of a row block.
-constexpr unsigned row_block_threads = 128;
-/// The longest image row (W C bytes) a row block holds in shared memory (beside the 3 KiB of
-/// tables); longer rows take the per-quad kernel.
-constexpr std::size_t max_row_bytes = 40 * 1024;
-
-/// Looping over the grid, a block takes one image row (image n, row y) at a time: it copies the
-/// row's `W C` bytes into shared memory with consecutive threads reading consecutive bytes,
-/// then writes the row's C output lines (channel c, row y: W floats each, contiguous in CHW),
-/// each thread four consecutive outputs as one `float4`, mirrored where flagged. Needs W a
-/// multiple of 4 and `out` 16-byte aligned, so every line starts on a `float4`.
-__global__ void normalize_flip_chw_rows_kernel(const std::uint8_t* in, const std::uint32_t* flips,
-                                               float* out, ImageRowsShape shape,
-                                               ChannelTables tables) {
-  extern __shared__ unsigned char row[];  // the W C bytes of one image row
-  __shared__ float shared[3][256];
-  for (unsigned i = threadIdx.x; i < shape.channels * 256U; i += blockDim.x) {
-    shared[i / 256][i % 256] = tables.values[i / 256][i % 256];
-  }
-  const std::size_t width = shape.width;
-  const std::size_t height = shape.height;
-  const std::size_t channels = shape.channels;
-  const std::size_t row_bytes = width * channels;
-  const std::size_t quads_per_line = width / 4;
-  const std::size_t rows = static_cast<std::size_t>(shape.rows) * height;
-  for (std::size_t r = blockIdx.x; r < rows; r += gridDim.x) {
-    const std::size_t n = r / height;
-    const std::size_t y = r - n * height;
-    __syncthreads();  // the last row's bytes are read (and, the first time, the tables written)
-    const std::uint8_t* source = in + r * row_bytes;
-    for (std::size_t i = threadIdx.x; i < row_bytes; i += blockDim.x) row[i] = source[i];
-    __syncthreads();
-    const bool flip = flips[n] != 0;
-    // 32-bit arithmetic within a row (a row holds at most max_row_bytes): a 64-bit division a
-    // quad would cost more than the quad's memory traffic.
-    const auto line_quads = static_cast<unsigned>(quads_per_line);
-    const auto row_width = static_cast<unsigned>(width);
-    const auto row_channels = static_cast<unsigned>(channels);
-    for (unsigned q = threadIdx.x; q < row_channels * line_quads; q += blockDim.x) {
-      const unsigned c = q / line_quads;
-      const unsigned x = (q - c * line_quads) * 4;
-      const auto at = [&](unsigned column) {
-        const unsigned from = flip ? row_width - 1 - column : column;
-        return shared[c][row[from * row_channels + c]];
-      };
-      const float4 four{at(x), at(x + 1), at(x + 2), at(x + 3)};
-      float* line = out + ((n * channels + c) * height + y) * width;
-      __stcs(reinterpret_cast<float4*>(line + x), four);
-    }
-  }
-}
-
 }  // namespace
 
 cudaError_t normalize_flip_chw(const std::uint8_t* in, const std::uint32_t* flips, float* out,
@@ -138,20 +82,7 @@ cudaError_t normalize_flip_chw(const std::uint8_t* in, const std::uint32_t* flip
       static_cast<std::size_t>(shape.rows) * shape.height * shape.width * shape.channels;
   if (count == 0) return cudaSuccess;
   if (shape.channels != 1 && shape.channels != 3) return cudaErrorInvalidValue;
-  const bool aligned = reinterpret_cast<std::uintptr_t>(out) % 16 == 0;
-  const std::size_t row_bytes = static_cast<std::size_t>(shape.width) * shape.channels;
-  if (aligned && shape.width % 4 == 0 && row_bytes <= max_row_bytes) {
-    const std::size_t rows = static_cast<std::size_t>(shape.rows) * shape.height;
-    // A row a block at a time; 8 blocks a multiprocessor keep enough rows in flight.
-    const std::size_t resident = static_cast<std::size_t>(detail::multiprocessors()) * 8;
-    const auto blocks =
-        static_cast<unsigned>(std::min<std::size_t>(rows, resident == 0 ? 65535 : resident));
-    void* arguments[] = {&in, &flips, &out, const_cast<ImageRowsShape*>(&shape),
-                         const_cast<ChannelTables*>(&tables)};
-    return cudaLaunchKernel(reinterpret_cast<const void*>(normalize_flip_chw_rows_kernel),
-                            dim3(blocks), dim3(row_block_threads), arguments, row_bytes, stream);
-  }
-  const std::size_t quads = aligned ? count / 4 : 0;
+  const std::size_t quads = reinterpret_cast<std::uintptr_t>(out) % 16 == 0 ? count / 4 : 0;
   return launch(normalize_flip_chw_kernel, resident_blocks(quads != 0 ? quads : count), stream, in,
                 flips, out, shape, tables, quads);
 }

@@ -52,10 +52,8 @@ struct ImageRowsShape {
 /// `((n * H + y) * W + x') * C + c` of `in`, `x' = W - 1 - x` where `flips[n]` is non-zero and
 /// `x` elsewhere: the rows of `in` mirrored where flagged and normalised into CHW floats, equal
 /// bit for bit to `stoke::images::normalize_into` on the host (table entries, nothing computed).
-/// `flips` is 4-byte aligned. Where `out` is 16-byte aligned and W a multiple of 4, a block
-/// takes one image row at a time (its bytes read once, coalesced, into shared memory) and each
-/// thread stores four consecutive outputs of a line as one `float4`; elsewhere each thread
-/// stores four consecutive outputs (or one) from a looping grid of 4 blocks a multiprocessor.
+/// `flips` is 4-byte aligned. Where `out` is 16-byte aligned each thread stores four
+/// consecutive outputs as one `float4`; a looping grid of 4 blocks a multiprocessor.
 cudaError_t normalize_flip_chw(const std::uint8_t* in, const std::uint32_t* flips, float* out,
                                const ImageRowsShape& shape, const ChannelTables& tables,
                                cudaStream_t stream) noexcept;
