@@ -251,7 +251,8 @@ class DeviceReplica {
     slot_.fill(device_, batch);
     if (!graph_) {
       try {
-        graph_.emplace(B::capture_step(device_, [&] {
+        // Everything by value or through `this`: a backend may keep the recording.
+        graph_.emplace(B::capture_step(device_, [this, learning_rate, tabled] {
           model_.train_step(slot_.held, reduced_);
           enqueue_update(learning_rate, tabled);
         }));
