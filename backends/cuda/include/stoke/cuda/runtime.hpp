@@ -1,7 +1,8 @@
 #pragma once
 /// @file
 /// RAII for the CUDA runtime: the current device, streams and events, and the per-device
-/// context (one copy stream per device) that buffers and stagers share.
+/// context (a copy and a compute stream per device) that buffers and stagers share, and the pool
+/// of idle events.
 
 #include <cstdint>
 #include <memory>
