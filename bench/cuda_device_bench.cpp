@@ -67,15 +67,21 @@ double gpu_seconds(cudaStream_t stream, int count, Enqueue&& enqueue) {
   return ms / 1e3;
 }
 
-/// `n` pseudo-random bytes on `device` (table lookups of one repeated byte would all hit one
-/// shared-memory bank and flatter the kernels).
-stoke::cuda::Buffer random_bytes(const stoke::cuda::Device& device, std::size_t n) {
-  std::vector<std::uint8_t> host(n);
-  std::uint64_t state = 0x2545f4914f6cdd1dULL;
-  for (auto& b : host) {
+/// `n` pseudo-random bytes of a linear congruential generator started at `seed`.
+std::vector<std::uint8_t> pseudo_random_bytes(std::size_t n, std::uint64_t seed) {
+  std::vector<std::uint8_t> bytes(n);
+  std::uint64_t state = seed;
+  for (auto& b : bytes) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
     b = static_cast<std::uint8_t>(state >> 56);
   }
+  return bytes;
+}
+
+/// `n` pseudo-random bytes on `device` (table lookups of one repeated byte would all hit one
+/// shared-memory bank and flatter the kernels).
+stoke::cuda::Buffer random_bytes(const stoke::cuda::Device& device, std::size_t n) {
+  const std::vector<std::uint8_t> host = pseudo_random_bytes(n, 0x2545f4914f6cdd1dULL);
   stoke::cuda::Buffer bytes(device, n);
   bytes.written().wait();  // allocated on the copy stream; cudaMemcpy does not wait for it
   STOKE_CUDA_CHECK(cudaMemcpy(bytes.data(), host.data(), n, cudaMemcpyHostToDevice));
@@ -154,14 +160,9 @@ void normalise_bandwidth(const stoke::cuda::Device& device, std::size_t megabyte
 /// Images of pseudo-random bytes, viewed without copies.
 class Images {
  public:
-  explicit Images(std::size_t count) : bytes_(std::make_shared<std::vector<std::uint8_t>>()) {
-    bytes_->resize(count * kPixels);
-    std::uint64_t state = 0x9e3779b97f4a7c15ULL;
-    for (auto& b : *bytes_) {
-      state = state * 6364136223846793005ULL + 1442695040888963407ULL;
-      b = static_cast<std::uint8_t>(state >> 56);
-    }
-  }
+  explicit Images(std::size_t count)
+      : bytes_(std::make_shared<std::vector<std::uint8_t>>(
+            pseudo_random_bytes(count * kPixels, 0x9e3779b97f4a7c15ULL))) {}
   [[nodiscard]] std::size_t size() const noexcept { return bytes_->size() / kPixels; }
   [[nodiscard]] stoke::LabeledImage get(std::size_t i) const {
     return {std::span<const std::uint8_t>(*bytes_).subspan(i * kPixels, kPixels),

@@ -94,15 +94,28 @@ class ByteImageNormalization {
   float std_;
 };
 
+namespace detail {
+/// Copies the pixels of `items`, row after row, to `to` (`rows.rows * rows.pixels` bytes).
+inline void copy_image_rows(std::byte* to, std::span<const LabeledImage> items,
+                            const ImageRows& rows) {
+  for (std::size_t i = 0; i < rows.rows && rows.pixels > 0; ++i) {
+    std::memcpy(to + i * rows.pixels, items[i].pixels.data(), rows.pixels);
+  }
+}
+}  // namespace detail
+
 /// Starts the upload of the pixels of `items`, row after row, through `stager.upload_with`
 /// (CUDA and Vulkan stagers); returns what it returns.
 template <class Stager>
 auto upload_image_rows(Stager& stager, std::span<const LabeledImage> items, const ImageRows& rows) {
   return stager.upload_with(rows.rows * rows.pixels, [&](std::span<std::byte> staging) {
-    for (std::size_t i = 0; i < rows.rows && rows.pixels > 0; ++i) {
-      std::memcpy(staging.data() + i * rows.pixels, items[i].pixels.data(), rows.pixels);
-    }
+    detail::copy_image_rows(staging.data(), items, rows);
   });
+}
+
+/// Where the pixels start in the buffer `upload_labelled_image_rows` fills: after the labels.
+[[nodiscard]] inline std::size_t labelled_rows_offset(const ImageRows& rows) noexcept {
+  return rows.labels.size() * sizeof(std::int32_t);
 }
 
 /// Starts the upload of the labels (int32) of `rows` and then the pixels of `items`, row after
@@ -112,20 +125,13 @@ auto upload_image_rows(Stager& stager, std::span<const LabeledImage> items, cons
 template <class Stager>
 auto upload_labelled_image_rows(Stager& stager, std::span<const LabeledImage> items,
                                 const ImageRows& rows) {
-  const std::size_t label_bytes = rows.labels.size() * sizeof(std::int32_t);
-  return stager.upload_with(
-      label_bytes + rows.rows * rows.pixels, [&](std::span<std::byte> staging) {
-        if (label_bytes > 0) std::memcpy(staging.data(), rows.labels.data(), label_bytes);
-        std::byte* pixels = staging.data() + label_bytes;
-        for (std::size_t i = 0; i < rows.rows && rows.pixels > 0; ++i) {
-          std::memcpy(pixels + i * rows.pixels, items[i].pixels.data(), rows.pixels);
-        }
-      });
-}
-
-/// Where the pixels start in the buffer `upload_labelled_image_rows` fills: after the labels.
-[[nodiscard]] inline std::size_t labelled_rows_offset(const ImageRows& rows) noexcept {
-  return rows.labels.size() * sizeof(std::int32_t);
+  const std::size_t label_bytes = labelled_rows_offset(rows);
+  return stager.upload_with(label_bytes + rows.rows * rows.pixels,
+                            [&](std::span<std::byte> staging) {
+                              if (label_bytes > 0)
+                                std::memcpy(staging.data(), rows.labels.data(), label_bytes);
+                              detail::copy_image_rows(staging.data() + label_bytes, items, rows);
+                            });
 }
 
 }  // namespace stoke
