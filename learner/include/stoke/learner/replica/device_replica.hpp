@@ -158,8 +158,6 @@ class DeviceReplica {
     capture_allowed_ = allowed;
     forget_graph();
   }
-  /// Steps run as a captured graph so far.
-  [[nodiscard]] std::size_t captured_steps() const noexcept { return captured_steps_; }
 
   /// The summed outputs of every step of this epoch so far (downloads the history).
   [[nodiscard]] std::vector<StepOutput> epoch_steps() const {
@@ -266,7 +264,6 @@ class DeviceReplica {
     }
     graph_->launch();
     count_step();
-    ++captured_steps_;
     return true;
   }
 
@@ -338,12 +335,11 @@ class DeviceReplica {
   std::vector<float> rates_;   // the epoch's rates, when it was begun with them
   std::vector<Tensor> state_;  // the optimizer's arrays, own parameter shard only
   std::size_t steps_in_epoch_ = 0;
-  bool capture_allowed_ = true;     // whether `step` may capture
-  Graph graph_;                     // the captured step, if any
-  SlotHolder slot_;                 // where the captured step reads its batch
-  ShapeHolder graph_shape_;         // the shape of batch the graph was captured on
-  ShapeHolder warm_shape_;          // the shape of the last uncaptured step's batch, if none since
-  std::size_t captured_steps_ = 0;  // steps run as the graph
+  bool capture_allowed_ = true;  // whether `step` may capture
+  Graph graph_;                  // the captured step, if any
+  SlotHolder slot_;              // where the captured step reads its batch
+  ShapeHolder graph_shape_;      // the shape of batch the graph was captured on
+  ShapeHolder warm_shape_;       // the shape of the last uncaptured step's batch, if none since
 };
 
 }  // namespace stoke::detail
