@@ -43,6 +43,7 @@ using stoke::HostBuffer;
 using stoke::HostDevice;
 using stoke::HostMemory;
 using stoke::InputError;
+using stoke::InterruptedError;
 using stoke::json_excerpt;
 using stoke::json_excerpt_chars;
 using stoke::JsonFields;

@@ -22,7 +22,7 @@
 
 namespace {
 
-using stoke::testing::Gate;
+using stoke::testing::GatedDataset;
 
 using stoke::cpu::Backend;
 using stoke::testing::baseline_thread_count;
@@ -35,18 +35,6 @@ using stoke::testing::thread_count;
 using stoke::testing::items_builder;
 
 using stoke::testing::patience;
-
-/// Sample `i` is `i`; reading an index from `gated_from` on waits for the gate.
-struct GatedDataset {
-  std::size_t count = 0;
-  std::size_t gated_from = 0;
-  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
-  [[nodiscard]] std::size_t size() const { return count; }
-  [[nodiscard]] std::size_t get(std::size_t index) const {
-    if (index >= gated_from) gate->wait();
-    return index;
-  }
-};
 
 /// The batches a `PairingBatcher` is to make, and those it made (its copies share them).
 struct PairedSteps {

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <exception>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -72,6 +73,19 @@ class Gate {
   std::mutex mutex_;
   std::condition_variable opened_;
   bool open_ = false;
+};
+
+/// Sample `i` is `i`; reading an index from `gated_from` on waits for the gate (a dataset whose
+/// workers a test holds back).
+struct GatedDataset {
+  std::size_t count = 0;
+  std::size_t gated_from = 0;
+  std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+  [[nodiscard]] std::size_t size() const { return count; }
+  [[nodiscard]] std::size_t get(std::size_t index) const {
+    if (index >= gated_from) gate->wait();
+    return index;
+  }
 };
 
 /// Runs `body(participant)` on one thread per participant; returns what each threw ("" if

@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 #endif
 
+#include <stoke/core/fork.hpp>
 #include <stoke/core/host_memory.hpp>
 
 namespace stoke {
@@ -163,7 +164,7 @@ class BufferPoolState {
   [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
 
  private:
-  mutable std::mutex mutex_;
+  mutable ForkGuarded mutex_;  ///< free after a fork too: a child's loaders draw from the pool
   std::vector<Block> free_;
   std::shared_ptr<HostMemory> memory_ = pageable_memory();
   std::size_t capacity_;

@@ -116,6 +116,13 @@ class TimeoutError : public Error {
   DataErrorContext context_;
 };
 
+/// A wait for a batch that `BatchRange::interrupt()` (or the Python package, on Ctrl-C) cut
+/// short. Nothing is lost: the batch waited for is the next one the range hands out.
+class InterruptedError : public Error {
+ public:
+  using Error::Error;
+};
+
 namespace detail {
 
 /// The message of the exception in flight (call from a `catch` block).

@@ -4,12 +4,15 @@
 /// input range; `BatchFeed`, where those batches come from; and `detail::LoaderFeed`, a
 /// loader's feed, which counts the batches it hands over in the loader's `detail::Progress`.
 
+#include <chrono>
 #include <cstddef>
 #include <iterator>
 #include <memory>
 #include <mutex>
 #include <optional>
 #include <utility>
+
+#include <stoke/core/error.hpp>
 
 namespace stoke {
 
@@ -28,6 +31,12 @@ class BatchFeed {
   virtual std::optional<Value> next() = 0;
   /// Called once when the range is dropped, also mid-epoch: stops making batches.
   virtual void cancel() noexcept {}
+  /// Waits until `next()` would not wait, or `until`; whether it would not. A feed that cannot
+  /// wait with a deadline (it makes batches in the caller's thread) says true.
+  virtual bool wait_until(std::chrono::steady_clock::time_point /*until*/) { return true; }
+  /// From any thread: makes the current wait in `next()`, else the next one, throw
+  /// `InterruptedError` without taking a batch. A feed that cannot wait does nothing.
+  virtual void interrupt() noexcept {}
 };
 
 /// One epoch's batches, in order, as a single-pass input range.
@@ -38,6 +47,9 @@ class BatchFeed {
 ///    next. `it == end()` once the epoch is over.
 /// 3. Dropping the range, also mid-epoch, cancels the batches not yet taken; a loader's next
 ///    `iter()` supersedes a range still open.
+/// 4. `interrupt()`, from any thread, ends a wait for a batch promptly with `InterruptedError`;
+///    the batch is not lost: `begin()` or `++it` afterwards waits for it again. `wait_until`
+///    waits with a deadline (a consumer that looks at signals or a flag meanwhile).
 /// A loader's `state()`, taken in the loop body, counts the batch being processed.
 template <class Value>
 class BatchRange {
@@ -85,7 +97,7 @@ class BatchRange {
   /// Starts the pass on the first call (waits for the first batch); an iterator at the
   /// current batch.
   iterator begin() {
-    if (!started_) {
+    if (!started_ || interrupted_) {
       started_ = true;
       advance();
     }
@@ -94,15 +106,30 @@ class BatchRange {
   /// The end of the epoch.
   std::default_sentinel_t end() const noexcept { return {}; }
 
+  /// Waits until the batch that `begin()` or `++it` hands out next is ready, or `until`;
+  /// whether it is (also when taking it would throw).
+  bool wait_until(std::chrono::steady_clock::time_point until) { return feed_->wait_until(until); }
+  /// From any thread: ends the consumer's wait for a batch (the current one, else the next)
+  /// with `InterruptedError`, promptly; the batch waited for is handed out by the next
+  /// `begin()` or `++it`.
+  void interrupt() noexcept { feed_->interrupt(); }
+
  private:
   void advance() {
     current_.reset();
-    current_ = feed_->next();
+    try {
+      current_ = feed_->next();
+      interrupted_ = false;
+    } catch (const InterruptedError&) {
+      interrupted_ = true;  // `begin()` waits for the same batch again
+      throw;
+    }
   }
 
   std::unique_ptr<BatchFeed<Value>> feed_;
   std::optional<Value> current_;
   bool started_ = false;
+  bool interrupted_ = false;  ///< the last wait was interrupted: no batch was taken
 };
 
 namespace detail {

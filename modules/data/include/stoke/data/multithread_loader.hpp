@@ -3,6 +3,7 @@
 /// `MultiThreadLoader`: persistent worker threads, started on the first `iter()`, deliver
 /// batches in order through a bounded window.
 
+#include <chrono>
 #include <cstddef>
 #include <memory>
 #include <optional>
@@ -19,7 +20,10 @@ namespace stoke {
 ///
 /// - Lazy: no thread exists before the first `iter()`; copies and slices start their own.
 /// - Persistent: the threads serve every later epoch, and are joined when the loader and
-///   its last range are dropped (a worker busy with a batch finishes that batch first).
+///   its last range are dropped (a worker busy with a batch finishes that batch first), or by
+///   `close()`.
+/// - Fork-safe: in a child forked while it had workers, its next `iter()` starts new ones
+///   there; an epoch begun before the fork throws `StateError` (<stoke/core/fork.hpp>).
 /// - Ordered: batches arrive in step order, identical to `BatchLoader`'s for any number of
 ///   workers; at most `options().queue_depth` batches wait ahead of the consumer.
 /// - Quick to start: with a `ChunkedBatcher`, the batch the consumer waits for with nothing
@@ -55,6 +59,10 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
   /// first call. A range still open from an earlier call is abandoned.
   [[nodiscard]] BatchRange<batch_type> iter() {
     if (this->options().num_workers == 0) return this->iter_in_caller();
+    if (pool_ && pool_->inherited()) {
+      detail::abandon(std::move(pool_));  // forked: its workers are not in this process
+      pool_.reset();
+    }
     if (!pool_) {
       pool_ = std::make_shared<Pool>(this->options().num_workers, this->options().queue_depth,
                                      this->options().batch_timeout);
@@ -66,6 +74,15 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
     const std::size_t num_batches = batches->num_batches();
     const std::size_t generation = pool_->start(num_batches, std::move(batches));
     return BatchRange<batch_type>(std::make_unique<PoolFeed>(pool_, generation, this->progress()));
+  }
+
+  /// Stops the worker threads now and joins them (a worker busy with a batch finishes it
+  /// first); a range still open gets a `StateError` at its next wait. A later `iter()` starts
+  /// new workers.
+  void close() {
+    if (!pool_) return;
+    pool_->close();
+    pool_.reset();
   }
 
   /// Whether the worker threads have been started (they start on the first `iter()`).
@@ -84,6 +101,10 @@ class MultiThreadLoader : public detail::LoaderBase<MultiThreadLoader<S, T, B>, 
           pool_(std::move(pool)),
           generation_(generation) {}
     void cancel() noexcept override { pool_->cancel(generation_); }
+    bool wait_until(std::chrono::steady_clock::time_point until) override {
+      return pool_->wait_until(generation_, until);
+    }
+    void interrupt() noexcept override { pool_->interrupt(generation_); }
 
    private:
     std::optional<batch_type> produce() override { return pool_->take(generation_); }

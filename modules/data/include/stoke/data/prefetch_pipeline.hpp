@@ -19,6 +19,7 @@
 #include <utility>
 
 #include <stoke/core/error.hpp>
+#include <stoke/core/fork.hpp>
 #include <stoke/core/staging.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/data/batch_range.hpp>
@@ -78,6 +79,7 @@ class PrefetchPipeline {
   /// The next batch in order, once its fence has signalled; `std::nullopt` after the last.
   /// Rethrows the failure of a host batch or an upload at its position, as a `DataError`.
   std::optional<Batch<Value>> take() {
+    if (owner_.inherited()) throw StateError(owner_.after_fork_message("this prefetch pipeline"));
     std::unique_lock lock(mutex_);
     changed_.wait(lock, [&] { return !queue_.empty() || done_; });
     if (queue_.empty()) {
@@ -106,8 +108,12 @@ class PrefetchPipeline {
   }
 
   /// Stops the thread (it finishes the batch it is pulling or uploading), joins it, and drops
-  /// the batches it queued.
+  /// the batches it queued. In a child forked meanwhile it leaves everything as it is.
   void stop() {
+    if (owner_.inherited()) {
+      detail::abandon(std::move(thread_));
+      return;
+    }
     {
       std::lock_guard lock(mutex_);
       stop_ = true;
@@ -202,6 +208,7 @@ class PrefetchPipeline {
   bool stop_ = false;
   std::optional<LoaderState> consumer_state_;  ///< see `consumer_state()`
   std::optional<LoaderState> end_state_;       ///< the inner loader's, after its last batch
+  detail::OwnerProcess owner_;
   std::thread thread_;
 };
 

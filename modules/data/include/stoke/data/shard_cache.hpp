@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/core/fork.hpp>
 
 namespace stoke {
 
@@ -89,8 +90,13 @@ class ShardCache {
   ShardCache(const ShardCache&) = delete;
   ShardCache& operator=(const ShardCache&) = delete;
 
-  /// Stops the I/O threads (a read in flight finishes first).
+  /// Stops the I/O threads (a read in flight finishes first). In a child forked after the
+  /// cache was made there are none to stop: the cache is left as it is (<stoke/core/fork.hpp>).
   ~ShardCache() {
+    if (owner_.inherited()) {
+      detail::abandon(std::move(io_threads_));
+      return;
+    }
     {
       std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -101,6 +107,7 @@ class ShardCache {
 
   /// Shard `s`: resident, read ahead, or read now in the calling thread.
   std::shared_ptr<const Shard> acquire(std::size_t s) {
+    refuse_if_inherited();
     std::unique_lock lock(mutex_);
     check_shard(s);
     Entry& entry = entries_[s];
@@ -126,6 +133,7 @@ class ShardCache {
 
   /// Shard `s` if it is resident now (a hit), else null; reads nothing.
   std::shared_ptr<const Shard> resident(std::size_t s) {
+    refuse_if_inherited();
     std::lock_guard lock(mutex_);
     check_shard(s);
     Entry& entry = entries_[s];
@@ -138,6 +146,7 @@ class ShardCache {
   /// The shards the next epoch visits, in order (a shard may come more than once). The plan in
   /// force is kept when it is the same (every local device plans the same epoch).
   void plan(std::vector<std::size_t> shards) {
+    refuse_if_inherited();
     {
       std::lock_guard lock(mutex_);
       if (plan_ == shards) return;
@@ -161,6 +170,16 @@ class ShardCache {
   }
 
  private:
+  /// A cache made before a fork is not used in the child: its I/O threads are not there, and
+  /// one of them may have held its mutex at the fork.
+  void refuse_if_inherited() const {
+    if (owner_.inherited()) {
+      throw StateError(
+          owner_.after_fork_message("this shard cache (of a dataset made before a "
+                                    "fork)"));
+    }
+  }
+
   struct Entry {
     std::shared_ptr<const Shard> shard;
     std::size_t bytes = 0;
@@ -367,6 +386,7 @@ class ShardCache {
   bool stopping_ = false;
   bool waiting_for_room_ = false;  ///< a read ahead waits for a batch to let go of a shard
   ShardCacheStats stats_;
+  detail::OwnerProcess owner_;
   std::vector<std::thread> io_threads_;
 };
 

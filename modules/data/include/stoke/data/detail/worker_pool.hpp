@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/core/fork.hpp>
 #include <stoke/data/detail/batch_maker.hpp>
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/detail/worker_activity.hpp>
@@ -98,6 +99,8 @@ class WorkerPoolCore {
       num_steps_ = num_steps;
       next_claim_ = 0;
       next_take_ = 0;
+      waiting_for_.reset();
+      interrupted_ = false;
       open_.reset();
       opening_ = false;
       if (maker_->makes_chunks())
@@ -111,7 +114,8 @@ class WorkerPoolCore {
   }
 
   /// The next value of epoch `generation` in step order, `std::nullopt` after the last step.
-  /// Rethrows the exception of a step that failed.
+  /// Rethrows the exception of a step that failed; throws `InterruptedError` when `interrupt`
+  /// cut the wait short (the step is then still the next one).
   std::optional<Value> take(std::size_t generation) {
     std::unique_lock lock(mutex_);
     if (generation != generation_) {
@@ -119,33 +123,52 @@ class WorkerPoolCore {
           "stoke: this iter() range was superseded by a later iter() on the same loader");
     }
     if (next_take_ >= num_steps_) return std::nullopt;
-    auto& slot = slots_[next_take_ % slots_.size()];
-    const auto ready = [&] { return slot.has_value() || generation != generation_; };
-    const auto can_help = [&] { return can_make_chunk() && open_->step == next_take_; };
-    consumer_waiting_ = true;
-    const auto deadline = batch_timeout_.count() == 0
-                              ? std::chrono::steady_clock::time_point::max()
-                              : std::chrono::steady_clock::now() + batch_timeout_;
-    while (!ready()) {
-      if (can_help()) {
-        make_open_chunk(lock, consumer);
-      } else if (!wait_for_result(lock, [&] { return ready() || can_help(); }, deadline)) {
-        consumer_waiting_ = false;
-        time_out(next_take_);
-      }
-    }
-    consumer_waiting_ = false;
+    await_step(lock, generation, std::chrono::steady_clock::time_point::max());
     if (generation != generation_) {
       throw StateError("stoke: this iter() range was cancelled while it waited for a batch");
+    }
+    auto& slot = slots_[next_take_ % slots_.size()];
+    if (!slot.has_value() && stop_) {
+      throw StateError(
+          "stoke: the loader's workers were stopped (close()) while this iter() "
+          "range waited for a batch");
+    }
+    if (!slot.has_value()) {
+      interrupted_ = false;
+      throw InterruptedError("stoke: the wait for step " + std::to_string(next_take_) +
+                             " was interrupted; the batch is not lost: the next wait takes it");
     }
     Result result = std::move(*slot);
     slot.reset();
     ++next_take_;
+    waiting_for_.reset();
     lock.unlock();
     work_ready_.notify_one();  // one slot freed: at most one more step to claim
     taken_.notify_all();       // a worker handing the processor over can go on
     if (result.error) std::rethrow_exception(result.error);
     return std::move(result.value);
+  }
+
+  /// Waits until `take(generation)` would return at once, or `until`; whether it would (also
+  /// when it would throw: an epoch superseded, a failed step, an interrupt). Throws the
+  /// `TimeoutError` of a step not ready within the batch timeout, counted from the first wait
+  /// for it, so that a consumer waiting in slices (to look at signals) still times out.
+  bool wait_until(std::size_t generation, std::chrono::steady_clock::time_point until) {
+    std::unique_lock lock(mutex_);
+    if (generation != generation_ || next_take_ >= num_steps_) return true;
+    return await_step(lock, generation, until);
+  }
+
+  /// Makes the consumer's current wait for a step of epoch `generation`, or its next one, end
+  /// in `InterruptedError` (from any thread). A step already made is still taken at once.
+  void interrupt(std::size_t generation) {
+    {
+      std::lock_guard lock(mutex_);
+      if (generation != generation_) return;
+      interrupted_ = true;
+      publish();
+    }
+    result_ready_.notify_all();
   }
 
   /// Abandons epoch `generation` if it is still the current one (its range was dropped).
@@ -155,6 +178,8 @@ class WorkerPoolCore {
       if (generation != generation_) return;
       ++generation_;
       num_steps_ = 0;
+      waiting_for_.reset();
+      interrupted_ = false;
       maker_.reset();
       open_.reset();
       opening_ = false;
@@ -288,6 +313,44 @@ class WorkerPoolCore {
   static constexpr std::chrono::nanoseconds max_spin{std::chrono::microseconds(50)};
   /// How long a worker that finished a step made in chunks waits for the consumer to take it.
   static constexpr std::chrono::microseconds max_hand_over{2000};
+
+  /// Waits (`lock` held) until step `next_take_` of `generation` is made, the epoch changes, an
+  /// interrupt is pending, or `until`; whether one of the first three happened. Without a
+  /// deadline the consumer makes chunks of the head batch meanwhile when it can. Throws the
+  /// step's `TimeoutError` once
+  /// the batch timeout has passed since the consumer first waited for that step.
+  bool await_step(std::unique_lock<std::mutex>& lock, std::size_t generation,
+                  std::chrono::steady_clock::time_point until) {
+    auto& slot = slots_[next_take_ % slots_.size()];
+    const auto ready = [&] {
+      return slot.has_value() || generation != generation_ || interrupted_ || stop_;
+    };
+    const auto can_help = [&] { return can_make_chunk() && open_->step == next_take_; };
+    if (ready()) return true;
+    if (waiting_for_ != next_take_) {
+      waiting_for_ = next_take_;
+      waiting_since_ = std::chrono::steady_clock::now();
+    }
+    const auto timeout_at = batch_timeout_.count() == 0
+                                ? std::chrono::steady_clock::time_point::max()
+                                : waiting_since_ + batch_timeout_;
+    consumer_waiting_ = true;
+    // A wait with a deadline makes no chunk: one may take longer than the deadline allows.
+    const bool may_help = until == std::chrono::steady_clock::time_point::max();
+    while (!ready()) {
+      if (may_help && can_help()) {
+        make_open_chunk(lock, consumer);
+      } else if (!wait_for_result(
+                     lock, [&] { return ready() || (may_help && can_help()); },
+                     std::min(until, timeout_at))) {
+        consumer_waiting_ = false;
+        if (std::chrono::steady_clock::now() >= timeout_at) time_out(next_take_);
+        return false;
+      }
+    }
+    consumer_waiting_ = false;
+    return true;
+  }
 
   /// Waits, `lock` held, until `ready()` or `give_up`: spins (lock released, yielding the
   /// processor) for up to twice the last wait when that was short, then sleeps on
@@ -431,6 +494,9 @@ class WorkerPoolCore {
   std::size_t num_steps_ = 0;
   std::size_t next_claim_ = 0;
   std::size_t next_take_ = 0;
+  std::optional<std::size_t> waiting_for_;                 ///< the step the consumer waits for
+  std::chrono::steady_clock::time_point waiting_since_{};  ///< since its first wait for it
+  bool interrupted_ = false;                               ///< an `interrupt` not yet thrown
   bool stop_ = false;
   std::atomic<std::size_t> published_ = 0;           ///< bumped by `publish()`
   std::chrono::nanoseconds spin_budget_ = max_spin;  ///< the consumer's next spin, at most
@@ -440,9 +506,11 @@ class WorkerPoolCore {
 /// `WorkerPoolCore`, which holds what they share).
 ///
 /// Dropping the pool stops the workers: a worker busy with a step finishes it first, then all
-/// are joined. With a batch timeout, a worker still busy one timeout after the stop (stuck in a
-/// `get` that does not return) is detached instead: it holds the pool's state and the epoch's
-/// dataset until it returns, and ends with the process if it never does.
+/// are joined. In a child forked after the pool was made, the pool is never used: dropping it
+/// keeps its memory (`abandon`), and taking a batch throws `StateError`. With a batch timeout, a
+/// worker still busy one timeout after the stop (stuck in a `get` that does not return) is detached
+/// instead: it holds the pool's state and the epoch's dataset until it returns, and ends with the
+/// process if it never does.
 template <class Value>
 class WorkerPool {
  public:
@@ -463,15 +531,27 @@ class WorkerPool {
   WorkerPool& operator=(const WorkerPool&) = delete;
 
   /// Stops the workers and joins them (see the class comment for stuck workers).
-  ~WorkerPool() {
-    const auto deadline = core_->stop();
-    for (std::size_t id = 0; id < threads_.size(); ++id) {
-      if (core_->wait_exit(id, deadline)) {
-        threads_[id].join();
-      } else {
-        threads_[id].detach();
-      }
+  ~WorkerPool() { close(); }
+
+  /// Stops the workers and joins them now (see the class comment for stuck workers); a range
+  /// that waits on this pool afterwards gets a `StateError`. Idempotent, and safe to call from
+  /// several threads (the loader's owner and the thread dropping its last range).
+  void close() {
+    if (owner_.inherited()) {  // in a child: no thread to join, mutexes maybe held for good
+      abandon(std::move(core_));
+      abandon(std::move(threads_));
+      return;
     }
+    std::call_once(closed_, [this] {
+      const auto deadline = core_->stop();
+      for (std::size_t id = 0; id < threads_.size(); ++id) {
+        if (core_->wait_exit(id, deadline)) {
+          threads_[id].join();
+        } else {
+          threads_[id].detach();
+        }
+      }
+    });
   }
 
   /// Starts an epoch of `num_steps` steps made by `maker`; returns its generation (see
@@ -479,16 +559,40 @@ class WorkerPool {
   std::size_t start(std::size_t num_steps, std::shared_ptr<const BatchMaker<Value>> maker) {
     return core_->start(num_steps, std::move(maker));
   }
-  /// The next value of epoch `generation` (see `WorkerPoolCore::take`).
-  std::optional<Value> take(std::size_t generation) { return core_->take(generation); }
+  /// The next value of epoch `generation` (see `WorkerPoolCore::take`); a `StateError` in a
+  /// child forked after the pool was made (its workers are not there).
+  std::optional<Value> take(std::size_t generation) {
+    refuse_if_inherited();
+    return core_->take(generation);
+  }
+  /// Waits until `take(generation)` would not wait, or `until` (see `WorkerPoolCore`).
+  bool wait_until(std::size_t generation, std::chrono::steady_clock::time_point until) {
+    refuse_if_inherited();
+    return core_->wait_until(generation, until);
+  }
+  /// Cuts the consumer's wait for a step of epoch `generation` short (see `WorkerPoolCore`).
+  void interrupt(std::size_t generation) {
+    if (!owner_.inherited()) core_->interrupt(generation);
+  }
   /// Abandons epoch `generation` if it is still the current one.
-  void cancel(std::size_t generation) { core_->cancel(generation); }
+  void cancel(std::size_t generation) {
+    if (!owner_.inherited()) core_->cancel(generation);
+  }
+  /// Whether this process is a child forked after the pool was made: its workers are gone, and
+  /// the pool is never used again here (see <stoke/core/fork.hpp>).
+  [[nodiscard]] bool inherited() const noexcept { return owner_.inherited(); }
   /// Number of worker threads.
   [[nodiscard]] std::size_t size() const noexcept { return core_->size(); }
 
  private:
+  void refuse_if_inherited() const {
+    if (owner_.inherited()) throw StateError(owner_.after_fork_message("this epoch's loader"));
+  }
+
+  OwnerProcess owner_;
   std::shared_ptr<WorkerPoolCore<Value>> core_;
   std::vector<std::thread> threads_;
+  std::once_flag closed_;
 };
 
 }  // namespace stoke::detail
