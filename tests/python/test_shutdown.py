@@ -5,38 +5,7 @@ import sys
 
 import pytest
 
-PROGRAMS = {
-    "mid_epoch": """
-import numpy as np, stoke_loader as sl
-loader = sl.Loader({"x": np.arange(100000.0).reshape(-1, 10)}, batch_size=10, num_workers=2)
-epoch = iter(loader)
-batch = next(epoch)
-view = np.from_dlpack(batch["x"])
-""",
-    "daemon_consumer": """
-import threading, time, numpy as np, stoke_loader as sl
-loader = sl.Loader({"x": np.arange(1000000.0).reshape(-1, 10)}, batch_size=10, num_workers=2,
-                   queue_depth=4)
-started = threading.Event()
-def consume():
-    while True:
-        for batch in loader:
-            started.set()
-threading.Thread(target=consume, daemon=True).start()
-started.wait()
-""",
-    "loader_dropped_epoch_kept": """
-import gc, numpy as np, stoke_loader as sl
-def make():
-    loader = sl.Loader({"x": np.arange(1000.0)}, batch_size=10, num_workers=2)
-    epoch = iter(loader)
-    next(epoch)
-    return epoch
-epoch = make()
-gc.collect()
-assert sum(1 for _ in epoch) == 99
-""",
-}
+from exit_programs import PROGRAMS
 
 
 @pytest.mark.parametrize("name", sorted(PROGRAMS))

@@ -23,10 +23,6 @@
 #include <utility>
 #include <vector>
 
-#if defined(__GLIBCXX__)
-#include <cxxabi.h>
-#endif
-
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/shared_ptr.h>
@@ -45,6 +41,7 @@
 
 #include "batch_array.hpp"
 #include "bind_sources.hpp"
+#include "gil.hpp"
 #include "held_batches.hpp"
 #include "rows.hpp"
 #include "scaled_column.hpp"
@@ -57,47 +54,6 @@ using LoaderBatch = stoke::Batch<Rows>;
 using Range = stoke::BatchRange<LoaderBatch>;
 /// A batch handed to Python, counted against its loader's bound on held batches.
 using Held = HeldBatch<LoaderBatch>;
-
-/// Takes the GIL back after `PyEval_SaveThread`. CPython before 3.14 ends a thread that takes
-/// it after the interpreter began to finalize (a daemon thread still iterating when the program
-/// exits) with `pthread_exit`, having let go of the GIL; its forced unwinding aborts the process
-/// when it reaches a `noexcept` frame or nanobind's `catch (...)`. Such a thread parks here for
-/// good instead, as CPython 3.14 makes it do.
-inline void take_gil_back(PyThreadState* state) {
-#if defined(__GLIBCXX__)
-  try {
-    PyEval_RestoreThread(state);
-  } catch (abi::__forced_unwind&) {
-    for (;;) std::this_thread::sleep_for(std::chrono::hours(24));
-  }
-#else
-  PyEval_RestoreThread(state);
-#endif
-}
-
-/// Releases the GIL for its lifetime, like `nb::gil_scoped_release`, but takes it back with
-/// `take_gil_back`.
-class GilRelease {
- public:
-  GilRelease() : state_(PyEval_SaveThread()) {}
-  GilRelease(const GilRelease&) = delete;
-  GilRelease& operator=(const GilRelease&) = delete;
-  ~GilRelease() { take_gil_back(state_); }
-
- private:
-  PyThreadState* state_;
-};
-
-/// Runs `destroy` with the GIL released (see the file comment), if this thread holds it.
-template <class F>
-void without_gil(F&& destroy) {
-  if (PyGILState_Check() != 0) {
-    GilRelease release;
-    destroy();
-  } else {
-    destroy();
-  }
-}
 
 /// Share `index` of `count` (the C++ API is renaming `part` to `share`; either works).
 template <class L>
@@ -210,6 +166,7 @@ class PyEpoch {
   /// `HeldBatchesError` when the consumer holds as many batches of the loader as its bound: the
   /// batch taken is kept for the next call, so that no batch is lost (nor made twice).
   PyBatch next() {
+    wait_for_batch();
     std::optional<LoaderBatch> batch;
     bool over = false;
     {
@@ -248,6 +205,28 @@ class PyEpoch {
   }
 
  private:
+  /// How long `next` waits for a batch with the GIL released before it runs the signal handlers:
+  /// Ctrl-C raises `KeyboardInterrupt` within about this long.
+  static constexpr std::chrono::milliseconds signal_check_interval{10};
+
+  /// Waits until the next batch is ready, in slices of `signal_check_interval` with the GIL
+  /// released, running the signal handlers between them: a `KeyboardInterrupt` (or whatever a
+  /// handler raises) ends the wait and takes no batch, so the epoch can go on or be dropped.
+  void wait_for_batch() {
+    for (;;) {
+      bool ready = true;
+      {
+        GilRelease release;
+        const std::lock_guard lock(mutex_);
+        if (!kept_ && range_) {
+          ready = range_->wait_until(std::chrono::steady_clock::now() + signal_check_interval);
+        }
+      }
+      if (ready) return;
+      if (PyErr_CheckSignals() != 0) throw nb::python_error();
+    }
+  }
+
   std::mutex mutex_;  ///< held while the range advances
   std::unique_ptr<Range> range_;
   std::shared_ptr<HeldBatches> held_;
@@ -288,7 +267,7 @@ class PyLoader {
           throw stoke::UsageError("stoke_loader: two columns are named '" + column->name() + "'");
         }
       }
-      table.push_back(column);
+      table.push_back(released_safely(column));  // a worker may drop it last
     }
     const auto policy = stoke::remainder_named(remainder);
     if (!policy) {
@@ -352,6 +331,12 @@ class PyLoader {
 
   std::unique_ptr<PyLoader> share(std::size_t count, std::size_t index) const {
     return std::make_unique<PyLoader>(share_of(*loader_, count, index), held_->max);
+  }
+
+  /// Stops the loader's worker threads now and joins them; an epoch still open raises
+  /// `StateError` at its next batch; the next `iter()` starts new workers.
+  void close() {
+    without_gil([this] { loader_->close(); });
   }
 
   [[nodiscard]] std::string state_json() const { return stoke::to_json(loader_->state()).dump(); }
@@ -548,6 +533,7 @@ NB_MODULE(_native, m) {
       .def_prop_ro("held", &PyLoader::held)
       .def_prop_ro("max_held", &PyLoader::max_held)
       .def("iter", &PyLoader::iter)
+      .def("close", &PyLoader::close)
       .def("split", &PyLoader::split, nb::arg("devices"))
       .def("share", &PyLoader::share, nb::arg("count"), nb::arg("index"))
       .def("state_json", &PyLoader::state_json)

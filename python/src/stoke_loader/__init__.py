@@ -253,6 +253,13 @@ class Loader:
     Iterating the loader begins the next epoch (``loader.epoch`` says which); ``len(loader)``
     is the number of batches it will yield. The GIL is released while batches are made and
     while the consumer waits for one.
+
+    The worker threads start with the first epoch and end with the loader, or at
+    :meth:`close` (also the end of a ``with`` block). Ctrl-C while the consumer waits for a
+    batch raises ``KeyboardInterrupt`` within about 10 ms; no batch is lost, and the epoch
+    can go on. After ``os.fork`` (a ``multiprocessing`` or ``DataLoader`` worker started with
+    the fork method) the child's next epoch starts workers of its own; an epoch begun
+    before the fork raises :class:`StateError` there.
     """
 
     def __init__(self, data: Union[Mapping[str, Column], Column], *, batch_size: int = 1,
@@ -391,6 +398,18 @@ class Loader:
             raise TypeError("stoke_loader: load_state_dict takes a dict or JSON text, not "
                             f"{type(state).__name__}")
         self._native.restore_json(state)
+
+    def close(self) -> None:
+        """Stops the worker threads now and waits for them (a batch being made is finished
+        first). An epoch still open raises :class:`StateError` at its next batch; iterating
+        the loader again starts new workers."""
+        self._native.close()
+
+    def __enter__(self) -> "Loader":
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
 
     def order(self, epoch: int) -> _np.ndarray:
         """The dataset index at every position of ``epoch``'s order."""
