@@ -17,6 +17,7 @@ import random
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import time
@@ -46,9 +47,19 @@ def free_ports(count):
     return ports
 
 
+def npy_bytes(rows, columns, start):
+    """A float32 `.npy` array of `rows` x `columns` holding start, start + 1, ... (as numpy
+    writes it: version 1.0, the header padded to 64 bytes)."""
+    header = "{'descr': '<f4', 'fortran_order': False, 'shape': (%d, %d), }" % (rows, columns)
+    header += " " * ((64 - (10 + len(header) + 1) % 64) % 64) + "\n"
+    values = struct.pack(f"<{rows * columns}f", *range(start, start + rows * columns))
+    return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + values
+
+
 def test_files(data):
     """The objects of the tests, written under `data`: twelve shards of varied sizes, one
-    object of 2 MiB, one key with characters to encode. Returns their keys."""
+    object of 2 MiB, one key with characters to encode, and five `.npy` shards of 8 columns
+    whose values count up across them. Returns their keys."""
     generator = random.Random(38)
     files = {f"shards/shard-{i:03d}.bin": 50_000 + 7_919 * i for i in range(12)}
     files["big/object.bin"] = 2 << 20
@@ -57,6 +68,13 @@ def test_files(data):
         path = data / key
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(generator.randbytes(size))
+    start = 0
+    for i, rows in enumerate((37, 20, 45, 28, 33)):
+        key = f"npy/part-{i:02d}.npy"
+        (data / key).parent.mkdir(parents=True, exist_ok=True)
+        (data / key).write_bytes(npy_bytes(rows, 8, start))
+        files[key] = rows
+        start += rows * 8
     return sorted(files)
 
 

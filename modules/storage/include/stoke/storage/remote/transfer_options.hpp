@@ -34,7 +34,8 @@ struct RetryPolicy {
 /// bytes, `concurrency` at a time, on the store's own I/O threads (apart from decoding). Every
 /// request has a deadline, so a transfer never hangs: it fails (and is retried) when it cannot
 /// connect within `connect_timeout`, when no byte arrives for `stall_timeout`, or when it takes
-/// longer than `request_timeout`.
+/// longer than `request_timeout`. (libcurl looks at an idle transfer about once a second, so a
+/// stall is noticed between `stall_timeout` and a second after it.)
 struct TransferOptions {
   std::uint64_t part_size = std::uint64_t{8} << 20;    ///< bytes per ranged request
   std::size_t concurrency = 8;                         ///< I/O threads, requests in flight
