@@ -33,15 +33,24 @@ ACCESS_KEY, SECRET_KEY, BUCKET = "stoke-test-key", "stoke-test-secret-8d1f", "st
 
 
 def free_ports(count):
-    """`count` distinct ports of 127.0.0.1 free now (and their +10000 gRPC twins)."""
+    """`count` distinct ports of 127.0.0.1 free now, each with its gRPC twin (+10000) free too
+    (SeaweedFS listens on both)."""
     ports, sockets = [], []
     while len(ports) < count:
         s = socket.socket()
         s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-        if port + 10000 < 65536 and port not in ports and port + 10000 not in ports:
-            ports.append(port)
         sockets.append(s)
+        port = s.getsockname()[1]
+        if port + 10000 >= 65536 or {port, port + 10000} & {p + d for p in ports for d in (0, 10000)}:
+            continue
+        twin = socket.socket()
+        try:
+            twin.bind(("127.0.0.1", port + 10000))
+        except OSError:
+            continue
+        finally:
+            sockets.append(twin)
+        ports.append(port)
     for s in sockets:
         s.close()
     return ports

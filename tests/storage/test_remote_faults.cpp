@@ -48,20 +48,29 @@ TEST(RemoteFaults, ExhaustedRetriesRaiseADataErrorNamingUrlShardEpochAndStep) {
   TransferOptions options = fast_retries();
   options.retry.attempts = 3;
   const S3Store store(servers()["bucket"], servers().settings("failing_s3"), options);
-  try {
-    (void)store.read_range("shards/shard-007.bin", 0, 1000, {.shard = 7, .epoch = 2, .step = 5});
-    FAIL() << "a transfer through a proxy that always fails succeeded";
-  } catch (const stoke::DataError& error) {
-    const std::string message = error.what();
-    EXPECT_EQ(error.context().index, 7u);
-    EXPECT_EQ(error.context().epoch, 2u);
-    EXPECT_EQ(error.context().step, 5u);
-    EXPECT_EQ(error.context().stage, "fetch");
-    EXPECT_NE(error.context().url.find("s3://stoke/shards/shard-007.bin"), std::string::npos);
-    EXPECT_NE(message.find("shard 7"), std::string::npos) << message;
-    EXPECT_NE(message.find("epoch 2, step 5"), std::string::npos) << message;
-    EXPECT_NE(message.find("3 times in a row"), std::string::npos) << message;
-    EXPECT_EQ(message.find(servers()["secret_key"]), std::string::npos) << message;
+  const stoke::storage::FetchContext context{.shard = 7, .epoch = 2, .step = 5};
+  // A range (GETs), and a whole object (whose HEAD fails first).
+  for (const auto& read : {+[](const S3Store& s, const stoke::storage::FetchContext& c) {
+                             (void)s.read_range("shards/shard-007.bin", 0, 1000, c);
+                           },
+                           +[](const S3Store& s, const stoke::storage::FetchContext& c) {
+                             (void)s.read("shards/shard-007.bin", c);
+                           }}) {
+    try {
+      read(store, context);
+      FAIL() << "a transfer through a proxy that always fails succeeded";
+    } catch (const stoke::DataError& error) {
+      const std::string message = error.what();
+      EXPECT_EQ(error.context().index, 7u);
+      EXPECT_EQ(error.context().epoch, 2u);
+      EXPECT_EQ(error.context().step, 5u);
+      EXPECT_EQ(error.context().stage, "fetch");
+      EXPECT_NE(error.context().url.find("s3://stoke/shards/shard-007.bin"), std::string::npos);
+      EXPECT_NE(message.find("shard 7"), std::string::npos) << message;
+      EXPECT_NE(message.find("epoch 2, step 5"), std::string::npos) << message;
+      EXPECT_NE(message.find("3 times in a row"), std::string::npos) << message;
+      EXPECT_EQ(message.find(servers()["secret_key"]), std::string::npos) << message;
+    }
   }
 }
 

@@ -35,20 +35,7 @@ class RemoteStore : public ByteStore {
   /// How this store transfers.
   [[nodiscard]] const TransferOptions& options() const noexcept { return options_; }
 
-  ObjectInfo stat(std::string_view key) const override {
-    detail::RemoteObject object = remote_object(key);
-    object.request.method = "HEAD";
-    detail::CurlResponse response;
-    run_on_io_thread([&](detail::CurlEasy& easy, std::mt19937_64& random) {
-      response = detail::retried_request(easy, object, options_, {}, random);
-    });
-    const std::string length = response.header("content-length");
-    if (length.empty() || length.find_first_not_of("0123456789") != std::string::npos) {
-      throw InputError("stoke: " + object.shown + " has no Content-Length (HEAD gave '" + length +
-                       "')");
-    }
-    return {std::string(key), std::stoull(length), detail::bare_etag(response.header("etag"))};
-  }
+  ObjectInfo stat(std::string_view key) const override { return stat_for(key, {}); }
 
   std::string describe(std::string_view key) const override { return remote_object(key).shown; }
 
@@ -65,7 +52,7 @@ class RemoteStore : public ByteStore {
 
   std::vector<std::byte> read_object(std::string_view key,
                                      const FetchContext& context) const override {
-    const ObjectInfo info = stat(key);
+    const ObjectInfo info = stat_for(key, context);
     detail::RemoteObject object = remote_object(key);
     object.etag = info.etag;
     return fetch(object, 0, info.size, context);
@@ -78,6 +65,22 @@ class RemoteStore : public ByteStore {
   }
 
  private:
+  /// `stat` by a HEAD, whose failure names `context`.
+  ObjectInfo stat_for(std::string_view key, const FetchContext& context) const {
+    detail::RemoteObject object = remote_object(key);
+    object.request.method = "HEAD";
+    detail::CurlResponse response;
+    run_on_io_thread([&](detail::CurlEasy& easy, std::mt19937_64& random) {
+      response = detail::retried_request(easy, object, options_, context, random);
+    });
+    const std::string length = response.header("content-length");
+    if (length.empty() || length.find_first_not_of("0123456789") != std::string::npos) {
+      throw InputError("stoke: " + object.shown + " has no Content-Length (HEAD gave '" + length +
+                       "')");
+    }
+    return {std::string(key), std::stoull(length), detail::bare_etag(response.header("etag"))};
+  }
+
   static TransferOptions checked(TransferOptions options) {
     if (options.part_size == 0 || options.concurrency == 0) {
       throw UsageError("stoke: TransferOptions needs a part_size and a concurrency above 0");

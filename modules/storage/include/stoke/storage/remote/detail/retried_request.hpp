@@ -23,7 +23,8 @@ CurlResponse retried_request(CurlEasy& easy, const RemoteObject& object,
                              Generator& random) {
   const std::size_t attempts = std::max<std::size_t>(options.retry.attempts, 1);
   std::string last_reason;
-  for (std::size_t attempt = 0; attempt < attempts; ++attempt) {
+  std::size_t attempt = 0;
+  for (; attempt < attempts; ++attempt) {
     if (attempt > 0) std::this_thread::sleep_for(options.retry.delay(attempt - 1, random));
     CurlResponse response = perform(easy, object.request, {}, options);
     if (response.code == CURLE_OK && response.status >= 200 && response.status < 300) {
@@ -33,9 +34,13 @@ CurlResponse retried_request(CurlEasy& easy, const RemoteObject& object,
       throw InputError("stoke: no object at " + object.shown + " (HTTP 404)");
     }
     last_reason = failure_reason(response, options);
-    if (!is_retryable(response)) break;
+    if (!is_retryable(response)) {
+      throw_fetch_error(object, context, object.request.method + " failed: " + last_reason);
+    }
   }
-  throw_fetch_error(object, context, object.request.method + " failed: " + last_reason);
+  throw_fetch_error(object, context,
+                    object.request.method + " failed " + std::to_string(attempt) +
+                        " times in a row: last: " + last_reason);
 }
 
 }  // namespace stoke::storage::detail
