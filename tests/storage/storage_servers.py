@@ -112,7 +112,8 @@ def serve(root):
     weed = shutil.which("weed", path=str(pathlib.Path(sys.executable).parent)) or shutil.which("weed")
     data = root / "data"
     keys = test_files(data)
-    (master, volume, filer, s3, admin, http, proxy, failing, stalling) = free_ports(9)
+    (master, volume, filer, s3, admin, http, proxy, failing, stalling,
+     faulty_http) = free_ports(10)
     (root / "s3.json").write_text(json.dumps({"identities": [{
         "name": "stoke", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
         "actions": ["Admin", "Read", "Write", "List"]}]}))
@@ -134,11 +135,13 @@ def serve(root):
     fault_proxy.FaultProxy(proxy, s3, 0.3, 38, fault_proxy.FAULTS, faults, stall_seconds=1.5)
     fault_proxy.FaultProxy(failing, s3, 1.0, 38, ("slowdown", "reset", "cut"), faults)
     fault_proxy.FaultProxy(stalling, s3, 1.0, 38, ("stall",), faults, stall_seconds=5)
+    fault_proxy.FaultProxy(faulty_http, http, 0.3, 39, fault_proxy.FAULTS, faults, stall_seconds=1.5)
     (root / "servers.json").write_text(json.dumps({
         "access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "bucket": BUCKET,
         "s3": f"http://127.0.0.1:{s3}", "http": f"http://127.0.0.1:{http}",
         "faulty_s3": f"http://127.0.0.1:{proxy}", "failing_s3": f"http://127.0.0.1:{failing}",
-        "stalling_s3": f"http://127.0.0.1:{stalling}", "data": str(data), "faults": str(faults),
+        "stalling_s3": f"http://127.0.0.1:{stalling}",
+        "faulty_http": f"http://127.0.0.1:{faulty_http}", "data": str(data), "faults": str(faults),
         "keys": keys}))
     server.wait()
 

@@ -43,6 +43,15 @@ TEST(RemoteFaults, TheSameBytesComeBackThroughInjectedFaults) {
   EXPECT_GT(injected_faults(), faults_before + 3) << "the proxy injected (almost) no faults";
 }
 
+TEST(RemoteFaults, TheHttpStoreResumesThroughInjectedFaultsToo) {
+  STOKE_REQUIRE_SERVERS();
+  const stoke::storage::HttpStore store(servers()["faulty_http"], fast_retries());
+  const std::size_t faults_before = injected_faults();
+  EXPECT_EQ(store.read("big/object.bin"), servers().local("big/object.bin"));
+  EXPECT_EQ(store.read("shards/shard-011.bin"), servers().local("shards/shard-011.bin"));
+  EXPECT_GT(injected_faults(), faults_before + 3) << "the proxy injected (almost) no faults";
+}
+
 TEST(RemoteFaults, ExhaustedRetriesRaiseADataErrorNamingUrlShardEpochAndStep) {
   STOKE_REQUIRE_SERVERS();
   TransferOptions options = fast_retries();
