@@ -1,7 +1,9 @@
 """A fault-injecting HTTP proxy for the storage tests: in front of a server, it answers some
 requests with a fault drawn from a seeded generator (503 SlowDown, a stall, a body cut short,
 a connection reset) and forwards the others unchanged (the Host header too, so SigV4
-signatures still hold). Every injected fault is appended to a log, one line each."""
+signatures still hold). Every injected fault is appended to a log, one line each. Like AWS (and
+unlike SeaweedFS), it can refuse a request that lacks a header S3 requires of SigV4 requests,
+`x-amz-content-sha256`, before any fault."""
 import random
 import socket
 import struct
@@ -36,8 +38,10 @@ class FaultProxy:
     """Listens on 127.0.0.1:`port` and forwards to 127.0.0.1:`upstream`; a request gets a fault
     with probability `rate` (the kind drawn among `kinds`), from `random.Random(seed)`."""
 
-    def __init__(self, port, upstream, rate, seed, kinds, log_path, stall_seconds=3.0):
+    def __init__(self, port, upstream, rate, seed, kinds, log_path, stall_seconds=3.0,
+                 required_headers=()):
         self.upstream, self.rate, self.kinds = upstream, rate, kinds
+        self.required = [name.lower().encode() + b":" for name in required_headers]
         self.random, self.lock = random.Random(seed), threading.Lock()
         self.log_path, self.stall_seconds = log_path, stall_seconds
         self.listener = socket.create_server(("127.0.0.1", port))
@@ -58,6 +62,18 @@ class FaultProxy:
         try:
             head, _ = read_head(client)
             if head is None:
+                return
+            lines = [line.lower() for line in head.split(b"\r\n")]
+            missing = [name for name in self.required
+                       if not any(line.startswith(name) for line in lines)
+                       or name[:-1] not in next((line for line in lines
+                                                 if line.startswith(b"authorization:")), b"")]
+            if missing:
+                body = (b"<Error><Code>InvalidRequest</Code><Message>Missing required header: "
+                        + missing[0][:-1] + b" (sent and signed)</Message></Error>")
+                client.sendall(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n"
+                               b"Content-Length: " + str(len(body)).encode() + b"\r\n\r\n"
+                               + body)
                 return
             fault = self._draw()
             if fault:

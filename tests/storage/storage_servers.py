@@ -132,7 +132,8 @@ def serve(root):
     upload(filer, data, keys)
     range_http_server.serve(str(data), http)
     faults = root / "faults.log"
-    fault_proxy.FaultProxy(proxy, s3, 0.3, 38, fault_proxy.FAULTS, faults, stall_seconds=1.5)
+    fault_proxy.FaultProxy(proxy, s3, 0.3, 38, fault_proxy.FAULTS, faults, stall_seconds=1.5,
+                           required_headers=("x-amz-content-sha256",))
     fault_proxy.FaultProxy(failing, s3, 1.0, 38, ("slowdown", "reset", "cut"), faults)
     fault_proxy.FaultProxy(stalling, s3, 1.0, 38, ("stall",), faults, stall_seconds=5)
     fault_proxy.FaultProxy(faulty_http, http, 0.3, 39, fault_proxy.FAULTS, faults, stall_seconds=1.5)

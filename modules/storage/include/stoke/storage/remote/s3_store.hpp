@@ -11,6 +11,7 @@
 ///   `x-amz-date` headers and every `x-amz-*` header the request carries. It does not add
 ///   `x-amz-content-sha256`, which S3 requires: stoke sends it (the SHA-256 of the empty body of
 ///   a GET or HEAD), so it is signed too; so is `x-amz-security-token` (a session token).
+///   (SeaweedFS accepts requests without it; the tests' proxy refuses them, as AWS does.)
 /// - libcurl 7.88 neither sorts nor encodes the query: stoke builds every query already
 ///   canonical (parameters sorted by name, names and values RFC 3986 encoded) and encodes the
 ///   path the same way (`/` kept), so the request sent is the request signed.
