@@ -322,7 +322,10 @@ using stoke::storage::StoreRegistry;
 // Sharded arrays in a byte store: the manifest that opens them without a read, and their format.
 export namespace stoke {
 using stoke::ArrayManifest;
-using stoke::ArrayManifestShard;
 using stoke::make_npy_manifest;
 using stoke::stored_npy_format;
+using stoke::stored_shard_begins;
+using stoke::stored_shards_from_json;
+using stoke::stored_shards_json;
+using stoke::StoredShard;
 }  // namespace stoke

@@ -492,8 +492,11 @@ void storage(const std::filesystem::path& dir) {
   npy.write(reinterpret_cast<const char*>(values), sizeof values);
   npy.close();
   const stoke::ArrayManifest manifest = stoke::make_npy_manifest(store, {"rows.npy"});
-  const stoke::ArrayManifestShard first = manifest.shards.at(0);
+  const stoke::StoredShard first = manifest.shards.at(0);
   CHECK(first.rows == 2 && first.bytes == 136);
+  CHECK(stoke::stored_shards_from_json(stoke::stored_shards_json(manifest.shards), "json") ==
+        manifest.shards);
+  CHECK(stoke::stored_shard_begins(manifest.shards).back() == 2);
   const stoke::ShardedArrays<float> arrays(
       manifest.keys(),
       stoke::stored_npy_format(std::make_shared<stoke::storage::LocalStore>(dir / "objects"),

