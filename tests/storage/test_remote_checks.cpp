@@ -2,7 +2,12 @@
 // the encoding that SigV4 signs.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <string>
+
+#include <stoke/storage/remote/http_store.hpp>
 
 #include <stoke/storage/remote/detail/ranged_get.hpp>
 #include <stoke/storage/remote/detail/s3_listing.hpp>
@@ -77,6 +82,26 @@ TEST(RemoteChecks, EncodesAsSigV4Canonicalises) {
   EXPECT_EQ(detail::uri_encode("odd keys/a+b=c,d~_.-", true), "odd%20keys/a%2Bb%3Dc%2Cd~_.-");
   EXPECT_EQ(detail::uri_encode("a/b", false), "a%2Fb");
   EXPECT_EQ(detail::uri_encode("\xC3\xA9", true), "%C3%A9");
+}
+
+TEST(RemoteChecks, AStoreMadeBeforeForkRefusesWorkInTheChildInsteadOfHanging) {
+  const stoke::storage::HttpStore store("http://127.0.0.1:9");
+  const ::pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    int code = 1;
+    try {
+      (void)store.read_range("x", 0, 1);
+    } catch (const stoke::StateError&) {
+      code = 42;
+    } catch (...) {
+    }
+    std::_Exit(code);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 42);
 }
 
 }  // namespace

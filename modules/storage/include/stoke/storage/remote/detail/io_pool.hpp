@@ -3,6 +3,8 @@
 /// The I/O threads of a remote store: each keeps one libcurl handle (so its connections are
 /// reused) and runs the parts of the transfers asked of the store, apart from decoding.
 
+#include <unistd.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <cstddef>
@@ -19,11 +21,13 @@
 
 namespace stoke::storage::detail {
 
-/// A fixed set of I/O threads, each with its own `CurlEasy`.
+/// A fixed set of I/O threads, each with its own `CurlEasy`. Threads do not survive `fork()`:
+/// in a child process the pool refuses work (`StateError`) instead of waiting for threads that
+/// are not there.
 class IoPool {
  public:
   /// `threads` I/O threads (at least 1).
-  explicit IoPool(std::size_t threads) {
+  explicit IoPool(std::size_t threads) : owner_(::getpid()) {
     if (threads == 0) throw UsageError("stoke: a remote store needs at least one I/O thread");
     workers_.reserve(threads);
     for (std::size_t i = 0; i < threads; ++i) workers_.emplace_back([this] { work(); });
@@ -31,6 +35,12 @@ class IoPool {
   IoPool(const IoPool&) = delete;
   IoPool& operator=(const IoPool&) = delete;
   ~IoPool() {
+    if (::getpid() != owner_) {
+      // A forked child: the threads are the parent's, and joinable std::threads may not be
+      // destroyed; their handles are left (leaked) as they are.
+      new std::vector<std::thread>(std::move(workers_));
+      return;
+    }
     {
       const std::lock_guard lock(mutex_);
       stopping_ = true;
@@ -43,6 +53,11 @@ class IoPool {
   /// After a job throws, the jobs not yet started are skipped and the first exception is
   /// rethrown here. Not to be called from an I/O thread.
   void run_all(std::size_t count, const std::function<void(std::size_t, CurlEasy&)>& job) {
+    if (::getpid() != owner_) {
+      throw StateError(
+          "stoke: a remote byte store was made before fork() and its I/O threads "
+          "stayed in the parent: make the store in the child (after the fork)");
+    }
     if (count == 0) return;
     auto batch = std::make_shared<Batch>();
     batch->count = count;
@@ -106,6 +121,7 @@ class IoPool {
   std::deque<std::function<void(CurlEasy&)>> tasks_;
   bool stopping_ = false;
   std::vector<std::thread> workers_;
+  ::pid_t owner_;  // the process whose threads these are
 };
 
 }  // namespace stoke::storage::detail
