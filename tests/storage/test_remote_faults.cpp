@@ -96,7 +96,8 @@ TEST(RemoteFaults, AStalledServerTimesOutInsteadOfHanging) {
     EXPECT_NE(std::string(error.what()).find("no byte received for 300 ms"), std::string::npos)
         << error.what();
   }
-  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(3));
+  // Two stalls of 300 ms, each noticed within a second after (a loaded machine: some slack).
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
 TEST(HttpStore, ReadsObjectsAndRangesFromARealHttpServer) {
