@@ -1,7 +1,7 @@
 # `cmake --install`: stoke's headers, the module source, the exported targets and a package
 # configuration, so that another project finds stoke with
 #
-#   find_package(stoke 0.1 REQUIRED [COMPONENTS cuda vulkan mpi hdf5 images module])
+#   find_package(stoke 0.1 REQUIRED [COMPONENTS cuda vulkan mpi hdf5 images storage module])
 #
 # and links stoke::stoke (core, data, CPU backend) and stoke::learner, plus stoke::<component>
 # for each component. A component is installed when its target was built here; requesting one
@@ -28,10 +28,10 @@ set(STOKE_INSTALL_CMAKEDIR "${CMAKE_INSTALL_LIBDIR}/cmake/stoke" CACHE STRING
 mark_as_advanced(STOKE_INSTALL_CMAKEDIR)
 
 # The target namespaces whose packages stokeConfig.cmake.in finds (the core's always; Vulkan,
-# MPI, CUDA, HDF5, libpng and pkg-config's libturbojpeg for the components that link them). A component linking another
+# MPI, CUDA, HDF5, libpng, pkg-config's libturbojpeg and libcurl for the components that link them). A component linking another
 # namespace is reported here, at configure time, since its consumers would lack that package.
 set(_stoke_found_namespaces Threads Eigen3 ZLIB nlohmann_json fmt stoke Vulkan MPI CUDA hdf5
-  PNG PkgConfig)
+  PNG PkgConfig CURL)
 function(_stoke_check_link_packages target)
   get_target_property(libraries ${target} INTERFACE_LINK_LIBRARIES)
   foreach(library IN LISTS libraries)
@@ -55,7 +55,7 @@ install(EXPORT stoke-targets NAMESPACE stoke:: DESTINATION "${STOKE_INSTALL_CMAK
 # The components that were built here, each in its own export set.
 set(STOKE_INSTALLED_COMPONENTS "")
 set(_stoke_arch_independent ARCH_INDEPENDENT)
-foreach(_stoke_component IN ITEMS cuda vulkan mpi hdf5 images module)
+foreach(_stoke_component IN ITEMS cuda vulkan mpi hdf5 images storage module)
   if(NOT TARGET stoke::${_stoke_component})
     continue()
   endif()

@@ -144,6 +144,17 @@ function(stoke_add_gtest target)
   set_tests_properties(${target} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT 600 ${properties})
 endfunction()
 
+# stoke_test_python(<out>): the Python interpreter of the tests that run Python: STOKE_PYTHON
+# (scripts/setup's, with its packages), else the one find_package(Python3) finds, else empty.
+function(stoke_test_python out)
+  set(python "${STOKE_PYTHON}")
+  if(NOT python)
+    find_package(Python3 COMPONENTS Interpreter QUIET)
+    set(python "${Python3_EXECUTABLE}")
+  endif()
+  set(${out} "${python}" PARENT_SCOPE)
+endfunction()
+
 # stoke_add_test(<name> LABELS <label>... SOURCES <file>... [LIBRARIES <lib>...])
 # One GoogleTest executable, run by CTest with LABELS (stoke_add_gtest).
 function(stoke_add_test name)

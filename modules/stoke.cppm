@@ -19,6 +19,8 @@ module;
 #include <stoke/cpu/eigen.hpp>
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
+#include <stoke/data/sources/stored_arrays.hpp>
+#include <stoke/storage.hpp>
 
 export module stoke;
 
@@ -297,4 +299,34 @@ using stoke::TrainingProgress;
 using stoke::TrainStep;
 using stoke::ValidationStep;
 using stoke::write_file_atomically;
+}  // namespace stoke
+
+// The storage layer's core: byte stores, local files, the scheme registry, key globs (the
+// HTTP(S) and S3 stores are stoke::storage, outside the module, as stoke::images is).
+export namespace stoke::storage {
+using stoke::storage::ByteStore;
+using stoke::storage::FetchContext;
+using stoke::storage::is_key_glob;
+using stoke::storage::list_matching;
+using stoke::storage::list_url;
+using stoke::storage::LocalStore;
+using stoke::storage::ObjectInfo;
+using stoke::storage::open_url;
+using stoke::storage::StorageUrl;
+using stoke::storage::store_registry;
+using stoke::storage::StoreLocation;
+using stoke::storage::StoreObjects;
+using stoke::storage::StoreOpener;
+using stoke::storage::StoreRegistry;
+}  // namespace stoke::storage
+
+// Sharded arrays in a byte store: the manifest that opens them without a read, and their format.
+export namespace stoke {
+using stoke::ArrayManifest;
+using stoke::make_npy_manifest;
+using stoke::stored_npy_format;
+using stoke::stored_shard_begins;
+using stoke::stored_shards_from_json;
+using stoke::stored_shards_json;
+using stoke::StoredShard;
 }  // namespace stoke

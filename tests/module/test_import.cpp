@@ -458,6 +458,52 @@ void learner(const std::filesystem::path& dir) {
   CHECK(std::filesystem::file_size(dir / "note.txt") == 7);
 }
 
+// The storage layer's core: a local store listed by glob, read whole and by range, and a
+// scheme of one's own in a registry.
+void storage(const std::filesystem::path& dir) {
+  std::filesystem::create_directories(dir / "objects");
+  std::ofstream(dir / "objects" / "a.bin", std::ios::binary) << "abcdef";
+  const stoke::storage::LocalStore store(dir / "objects");
+  CHECK(stoke::storage::is_key_glob("*.bin") && !stoke::storage::is_key_glob("a.bin"));
+  const std::vector<stoke::storage::ObjectInfo> found =
+      stoke::storage::list_matching(store, "*.bin");
+  CHECK(found.size() == 1 && found[0].size == 6);
+  const stoke::storage::ByteStore& bytes = store;
+  CHECK(bytes.read_range("a.bin", 2, 2, stoke::storage::FetchContext{.shard = 1}).size() == 2);
+  const stoke::storage::StoreObjects listed = stoke::storage::list_url((dir / "objects/").string());
+  CHECK(listed.objects.size() == 1);
+  CHECK(stoke::storage::StorageUrl::parse("s3://b/k").authority == "b");
+  stoke::storage::StoreRegistry registry;
+  const stoke::storage::StoreOpener opener = [&](const stoke::storage::StorageUrl& url) {
+    return stoke::storage::StoreLocation{std::make_shared<stoke::storage::LocalStore>(dir),
+                                         url.path};
+  };
+  registry.add("mine", opener);
+  CHECK(registry.open("mine://x/objects/a.bin").store->read("objects/a.bin").size() == 6);
+  CHECK(stoke::storage::store_registry().has("file"));
+  CHECK(stoke::storage::open_url((dir / "objects/a.bin").string()).key.ends_with("a.bin"));
+
+  // A .npy shard of 2 float32 rows read through the store, opened from its manifest.
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 1), }";
+  header += std::string(128 - 10 - header.size() - 1, ' ') + "\n";
+  std::ofstream npy(dir / "objects" / "rows.npy", std::ios::binary);
+  npy << "\x93NUMPY\x01" << '\0' << static_cast<char>(header.size()) << '\0' << header;
+  const float values[2] = {1.5f, 2.5f};
+  npy.write(reinterpret_cast<const char*>(values), sizeof values);
+  npy.close();
+  const stoke::ArrayManifest manifest = stoke::make_npy_manifest(store, {"rows.npy"});
+  const stoke::StoredShard first = manifest.shards.at(0);
+  CHECK(first.rows == 2 && first.bytes == 136);
+  CHECK(stoke::stored_shards_from_json(stoke::stored_shards_json(manifest.shards), "json") ==
+        manifest.shards);
+  CHECK(stoke::stored_shard_begins(manifest.shards).back() == 2);
+  const stoke::ShardedArrays<float> arrays(
+      manifest.keys(),
+      stoke::stored_npy_format(std::make_shared<stoke::storage::LocalStore>(dir / "objects"),
+                               manifest));
+  CHECK(arrays.size() == 2 && arrays.get(1).values[0] == 2.5f);
+}
+
 }  // namespace
 
 int main() {
@@ -468,6 +514,7 @@ int main() {
     cpu();
     building_blocks(dir);
     learner(dir);
+    storage(dir);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "test_import: unexpected exception: %s\n", error.what());
     ++failures;

@@ -72,9 +72,13 @@ struct DataErrorContext {
   std::string stage{};    ///< `"get"` (reading the sample) or `"batch"` (the batcher)
   std::string worker{};   ///< `"caller"`, `"worker N"` or `"consumer"` (a chunk it filled)
   std::string device{};   ///< the device the batch was for
+  /// For a failed transfer (stage `"fetch"`): the address read, without credentials; `index`
+  /// is then the shard.
+  std::string url{};
 };
 
-/// An exception from `Dataset::get` or `Batcher::batch`, rethrown in the consumer's thread.
+/// An exception from `Dataset::get` or `Batcher::batch`, rethrown in the consumer's thread, or
+/// a transfer of a shard that failed after its retries (`context().url` names it).
 ///
 /// The original exception is nested (`std::rethrow_if_nested`); `what()` names the dataset
 /// index, the worker and the device, then the original message.
@@ -89,6 +93,11 @@ class DataError : public Error, public std::nested_exception {
 
  private:
   static std::string describe(const DataErrorContext& c, const std::string& cause) {
+    if (!c.url.empty()) {
+      return "stoke: " + c.stage + " of shard " + std::to_string(c.index) + " from " + c.url +
+             " failed (epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step) +
+             "): " + cause;
+    }
     return "stoke: " + c.stage + " failed at dataset index " + std::to_string(c.index) +
            " (epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step) + ", " +
            c.worker + ", device " + c.device + "): " + cause;

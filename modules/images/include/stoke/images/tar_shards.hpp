@@ -41,6 +41,34 @@ struct TarShardsOptions {
   std::size_t read_ahead_shards = 2;
 };
 
+namespace detail {
+
+/// The members `options` reads: image extensions and label extension normalised.
+inline WebDatasetFormat webdataset_format(const TarShardsOptions& options) {
+  WebDatasetFormat format{.label_extension = normalized_extension(options.label_extension),
+                          .num_classes = options.num_classes};
+  for (const auto& extension : options.image_extensions) {
+    format.image_extensions.push_back(normalized_extension(extension));
+  }
+  return format;
+}
+
+/// The samples of the tar archive `bytes` (named `name` in errors); throws `InputError` when it
+/// is not a valid archive, holds an invalid sample or no sample at all.
+inline std::vector<WebDatasetSample> tar_samples(std::span<const std::byte> bytes,
+                                                 const std::string& name,
+                                                 const WebDatasetFormat& format) {
+  auto samples = group_samples(bytes, read_tar_members(bytes, name), name, format);
+  if (samples.empty()) {
+    throw InputError(
+        "stoke: tar '" + name +
+        "' holds no sample (no member with the extension of an image or of the label)");
+  }
+  return samples;
+}
+
+}  // namespace detail
+
 /// Images in WebDataset tar shards: every shard a tar archive whose members are grouped into
 /// samples by key (the member path up to the first '.' of its basename: `n01/0042.jpg` and
 /// `n01/0042.cls` are sample `n01/0042`), samples in archive order, shard after shard.
@@ -70,23 +98,11 @@ class TarShards {
     if (files.empty()) throw UsageError("stoke: TarShards needs at least one shard");
     Shared& s = *shared_;
     s.options = std::move(options);
-    detail::WebDatasetFormat format{
-        .label_extension = detail::normalized_extension(s.options.label_extension),
-        .num_classes = s.options.num_classes};
-    for (const auto& extension : s.options.image_extensions) {
-      format.image_extensions.push_back(detail::normalized_extension(extension));
-    }
+    const detail::WebDatasetFormat format = detail::webdataset_format(s.options);
     std::size_t total = 0;
     for (auto& file : files) {
       auto mapping = std::make_shared<const stoke::detail::FileMapping>(std::move(file));
-      const std::string name = mapping->path().string();
-      const auto members = detail::read_tar_members(mapping->bytes(), name);
-      auto samples = detail::group_samples(mapping->bytes(), members, name, format);
-      if (samples.empty()) {
-        throw InputError(
-            "stoke: tar '" + name +
-            "' holds no sample (no member with the extension of an image or of the label)");
-      }
+      auto samples = detail::tar_samples(mapping->bytes(), mapping->path().string(), format);
       s.begins.push_back(total);
       total += samples.size();
       s.files.push_back(mapping->path());

@@ -1,0 +1,163 @@
+#pragma once
+/// @file
+/// `.npy` shards in a byte store (local, HTTP, S3) for `ShardedArrays`: an `ArrayManifest`
+/// (every shard's key, rows and bytes, and what a row holds) so that opening reads nothing
+/// from the store, and `stored_npy_format`, which reads a shard through the store when the
+/// shard cache needs it.
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+#include <stoke/core/error.hpp>
+#include <stoke/data/sources/array_shard.hpp>
+#include <stoke/data/sources/detail/npy_header.hpp>
+#include <stoke/data/sources/sharded_arrays.hpp>
+#include <stoke/data/sources/stored_shard.hpp>
+#include <stoke/storage/byte_store.hpp>
+
+namespace stoke {
+
+/// What opening a sharded dataset in a store needs, so that it reads nothing remote: the element
+/// type, the shape of one row and every shard's key, rows and size. As JSON:
+/// `{"dtype": "float32", "row_shape": [4, 8], "shards": [{"key": "a.npy", "rows": 100,
+/// "bytes": 12928}, ...]}` (dtype as `dtype_name` writes it).
+struct ArrayManifest {
+  DType dtype = DType::f32;              ///< the element type of every shard
+  std::vector<std::size_t> row_shape{};  ///< one row's shape
+  std::vector<StoredShard> shards{};     ///< in the dataset's order
+
+  /// The keys of the shards, in order, as the paths `ShardedArrays` takes.
+  [[nodiscard]] std::vector<std::filesystem::path> keys() const {
+    std::vector<std::filesystem::path> keys;
+    for (const StoredShard& shard : shards) keys.emplace_back(shard.key);
+    return keys;
+  }
+
+  /// The manifest as JSON.
+  [[nodiscard]] nlohmann::json to_json() const {
+    return {{"dtype", dtype_name(dtype)},
+            {"row_shape", row_shape},
+            {"shards", stored_shards_json(shards)}};
+  }
+
+  /// The manifest `json` holds; throws `InputError` naming `source` and what is wrong.
+  static ArrayManifest from_json(const nlohmann::json& json, std::string_view source) {
+    const auto fail = [&](const std::string& what) -> void {
+      throw InputError("stoke: array manifest " + std::string(source) + ": " + what);
+    };
+    ArrayManifest manifest;
+    try {
+      const std::string name = json.at("dtype").get<std::string>();
+      bool known = false;
+      for (int d = 0; d <= static_cast<int>(DType::f64); ++d) {
+        if (dtype_name(static_cast<DType>(d)) == name) {
+          manifest.dtype = static_cast<DType>(d);
+          known = true;
+        }
+      }
+      if (!known) fail("unknown dtype '" + name + "'");
+      manifest.row_shape = json.at("row_shape").get<std::vector<std::size_t>>();
+      manifest.shards = stored_shards_from_json(json.at("shards"), source);
+    } catch (const nlohmann::json::exception& error) {
+      fail(error.what());
+    }
+    return manifest;
+  }
+
+  /// The `ArrayInfo` of shard `k`.
+  [[nodiscard]] ArrayInfo info(std::size_t k) const {
+    ArrayInfo info{dtype, {shards.at(k).rows}};
+    info.shape.insert(info.shape.end(), row_shape.begin(), row_shape.end());
+    return info;
+  }
+};
+
+namespace detail {
+
+/// Parses the `.npy` bytes of shard `key` of `store` and checks them whole.
+inline NpyLayout stored_npy_layout(std::span<const std::byte> bytes,
+                                   const storage::ByteStore& store, const std::string& key) {
+  const NpySource source{"npy object " + store.describe(key), ""};
+  NpyLayout layout = parse_npy_layout(bytes, source);
+  check_npy_data(layout, bytes.size(), source, "the object");
+  return layout;
+}
+
+}  // namespace detail
+
+/// The manifest of the `.npy` objects `keys` of `store`, in this order, from their bytes (for
+/// writing one once; a dataset opened with it then reads nothing at open). Throws `InputError`
+/// naming the object when one is not a valid `.npy` array, or holds another type or row shape
+/// than the first.
+inline ArrayManifest make_npy_manifest(const storage::ByteStore& store,
+                                       const std::vector<std::string>& keys) {
+  ArrayManifest manifest;
+  for (const std::string& key : keys) {
+    const std::vector<std::byte> bytes = store.read(key);
+    const ArrayInfo info = detail::stored_npy_layout(bytes, store, key).info;
+    if (manifest.shards.empty()) {
+      manifest.dtype = info.dtype;
+      manifest.row_shape = info.row_shape();
+    } else if (info.dtype != manifest.dtype || info.row_shape() != manifest.row_shape) {
+      throw InputError("stoke: npy object " + store.describe(key) + " holds " + describe(info) +
+                       ", unlike " + store.describe(manifest.shards.front().key) + " (" +
+                       describe(manifest.info(0)) + ")");
+    }
+    manifest.shards.push_back({key, info.rows(), bytes.size()});
+  }
+  return manifest;
+}
+
+/// How `ShardedArrays` reads the `.npy` shards of `manifest` from `store` (construct it with
+/// `manifest.keys()`): a shard's header comes from the manifest (opening reads nothing), and
+/// its object is read whole through the store when the cache needs it (on the cache's I/O
+/// threads, ahead of the epoch's order), then checked against the manifest (size, dtype, shape)
+/// before use. A failed transfer is the store's `DataError`, naming the shard.
+inline ArrayFileFormat stored_npy_format(std::shared_ptr<const storage::ByteStore> store,
+                                         const ArrayManifest& manifest) {
+  auto index = std::make_shared<std::map<std::string, std::size_t, std::less<>>>();
+  for (std::size_t k = 0; k < manifest.shards.size(); ++k) {
+    (*index)[manifest.shards[k].key] = k;
+  }
+  auto shared = std::make_shared<const ArrayManifest>(manifest);
+  const auto shard_of = [index, shared](const std::filesystem::path& key) {
+    const auto it = index->find(key.generic_string());
+    if (it == index->end()) {
+      throw UsageError("stoke: '" + key.generic_string() + "' is no shard of the manifest");
+    }
+    return it->second;
+  };
+  return {.info = [shared, shard_of](
+                      const std::filesystem::path& key) { return shared->info(shard_of(key)); },
+          .load =
+              [store, shared, shard_of](const std::filesystem::path& path) {
+                const std::size_t k = shard_of(path);
+                const std::string key = path.generic_string();
+                auto bytes = std::make_shared<std::vector<std::byte>>(
+                    store->read(key, storage::FetchContext{.shard = k}));
+                if (bytes->size() != shared->shards[k].bytes) {
+                  throw InputError("stoke: npy object " + store->describe(key) + " has " +
+                                   std::to_string(bytes->size()) + " bytes; the manifest says " +
+                                   std::to_string(shared->shards[k].bytes));
+                }
+                detail::NpyLayout layout = detail::stored_npy_layout(*bytes, *store, key);
+                if (layout.info != shared->info(k)) {
+                  throw InputError("stoke: npy object " + store->describe(key) + " holds " +
+                                   describe(layout.info) + "; the manifest says " +
+                                   describe(shared->info(k)));
+                }
+                const auto data = std::span<const std::byte>(*bytes).subspan(layout.data_offset,
+                                                                             layout.data_size);
+                return ArrayShard(path, std::move(layout.info), data, std::move(bytes));
+              }};
+}
+
+}  // namespace stoke

@@ -1,0 +1,124 @@
+// `.npy` shards read from S3 through the byte store: a loader over s3:// yields exactly the
+// batches of the same files read locally, and opening with a manifest reads nothing remote.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <stoke/data/sources/npy.hpp>
+#include <stoke/data/sources/stored_arrays.hpp>
+
+#include "remote_fixture.hpp"
+
+namespace {
+
+using stoke_storage_test::servers;
+
+/// A store that counts the reads of the store it forwards to.
+class CountingStore final : public stoke::storage::ByteStore {
+ public:
+  explicit CountingStore(std::shared_ptr<const ByteStore> inner) : inner_(std::move(inner)) {}
+  std::vector<stoke::storage::ObjectInfo> list(std::string_view prefix) const override {
+    ++reads;
+    return inner_->list(prefix);
+  }
+  stoke::storage::ObjectInfo stat(std::string_view key) const override {
+    ++reads;
+    return inner_->stat(key);
+  }
+  std::string describe(std::string_view key) const override { return inner_->describe(key); }
+  mutable std::atomic<std::size_t> reads{0};  ///< calls that reached the inner store
+
+ protected:
+  std::vector<std::byte> read_object(std::string_view key,
+                                     const stoke::storage::FetchContext& context) const override {
+    ++reads;
+    return inner_->read(key, context);
+  }
+  std::vector<std::byte> read_object_range(
+      std::string_view key, std::uint64_t offset, std::uint64_t length,
+      const stoke::storage::FetchContext& context) const override {
+    ++reads;
+    return inner_->read_range(key, offset, length, context);
+  }
+
+ private:
+  std::shared_ptr<const ByteStore> inner_;
+};
+
+/// Every value of every row of the batch, as integers (the shards count up from 0).
+struct AllValues {
+  template <class Device>
+  stoke::testing::ItemsBatch<Device> batch(std::vector<stoke::ArrayRow<float>> rows,
+                                           const Device& device) const {
+    std::vector<std::size_t> out;
+    for (const auto& row : rows) {
+      for (const float value : row.values) out.push_back(static_cast<std::size_t>(value));
+    }
+    return {std::move(out), device};
+  }
+};
+
+template <class Dataset>
+std::vector<std::vector<std::size_t>> two_epochs(const Dataset& arrays) {
+  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, AllValues>({})
+                    .batch_size(8)
+                    .shuffle_shards(5)
+                    .num_workers(2)
+                    .build(arrays);
+  std::vector<std::vector<std::size_t>> batches;
+  for (int epoch = 0; epoch < 2; ++epoch) {
+    for (auto& batch : loader.iter()) batches.push_back(batch.data.items);
+  }
+  return batches;
+}
+
+TEST(StoredArrays, AnS3LoaderYieldsTheBatchesOfTheSameFilesReadLocally) {
+  STOKE_REQUIRE_SERVERS();
+  const std::vector<std::string> keys{"npy/part-00.npy", "npy/part-01.npy", "npy/part-02.npy",
+                                      "npy/part-03.npy", "npy/part-04.npy"};
+  const stoke::storage::LocalStore local(servers()["data"]);
+  const stoke::ArrayManifest manifest = stoke::ArrayManifest::from_json(
+      stoke::make_npy_manifest(local, keys).to_json(), "written here");
+  EXPECT_EQ(manifest.shards[2], (stoke::StoredShard{"npy/part-02.npy", 45, 128 + 45 * 32}));
+
+  stoke::storage::TransferOptions options;
+  options.part_size = 2048;  // several parts a shard
+  auto s3 = std::make_shared<CountingStore>(std::make_shared<stoke::storage::S3Store>(
+      servers()["bucket"], servers().settings(), options));
+  const stoke::ShardedArrays<float> remote(manifest.keys(), stoke::stored_npy_format(s3, manifest),
+                                           {.resident = 3, .io_threads = 1});
+  EXPECT_EQ(s3->reads.load(), 0u) << "opening read from the store";
+  EXPECT_EQ(remote.size(), 163u);
+
+  std::vector<std::filesystem::path> files;
+  for (const auto& key : keys) files.push_back(std::filesystem::path(servers()["data"]) / key);
+  const stoke::ShardedArrays<float> local_arrays(files, stoke::npy_format(), {.resident = 3});
+  const auto expected = two_epochs(local_arrays);
+  EXPECT_EQ(two_epochs(remote), expected);
+  EXPECT_GE(s3->reads.load(), keys.size());
+}
+
+TEST(StoredArrays, AShardThatDisagreesWithTheManifestIsRefusedNamingIt) {
+  STOKE_REQUIRE_SERVERS();
+  const stoke::storage::LocalStore local(servers()["data"]);
+  stoke::ArrayManifest manifest = stoke::make_npy_manifest(local, {"npy/part-01.npy"});
+  manifest.shards[0].rows = 21;  // the file holds 20
+  const auto store =
+      std::make_shared<stoke::storage::S3Store>(servers()["bucket"], servers().settings());
+  const stoke::ShardedArrays<float> arrays(
+      manifest.keys(), stoke::stored_npy_format(store, manifest), {.io_threads = 0});
+  try {
+    (void)arrays.get(0);
+    FAIL() << "a shard unlike its manifest was read";
+  } catch (const stoke::InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("s3://stoke/npy/part-01.npy"), std::string::npos)
+        << error.what();
+    EXPECT_NE(std::string(error.what()).find("the manifest says"), std::string::npos)
+        << error.what();
+  }
+}
+
+}  // namespace
