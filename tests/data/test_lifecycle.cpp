@@ -19,6 +19,7 @@
 
 #include <stoke/stoke.hpp>
 
+#include "sanitizers.hpp"
 #include "stoke_test_support.hpp"
 #include "test_sync.hpp"
 
@@ -216,6 +217,9 @@ TEST(LoaderFork, AChildStartsNewWorkersAndRefusesTheEpochBegunBeforeTheFork) {
 TEST(LoaderFork, ManyForksWhileWorkersDrawFromASharedBufferPoolNeverDeadlockAChild) {
   // Workers of the parent take and give buffers of one pool all the time; a child makes a new
   // loader over the same pool. A pool mutex inherited locked would hang the child.
+  if (stoke::testing::under_thread_sanitizer) {
+    GTEST_SKIP() << "ThreadSanitizer's runtime may deadlock a child forked while threads run";
+  }
   using Batcher = stoke::cpu::StackBatcher<float>;
   const stoke::cpu::BufferPool pool{};
   std::vector<std::vector<float>> rows(256, std::vector<float>(64, 1.0f));
@@ -240,7 +244,8 @@ TEST(LoaderFork, ManyForksWhileWorkersDrawFromASharedBufferPoolNeverDeadlockAChi
       for (auto& batch : fresh.iter()) batches += batch.data.rows() > 0 ? 1 : 0;
       return batches == 128;
     });
-    ASSERT_EQ(child, 0) << "fork " << fork << " (-1: the child hung)";
+    EXPECT_EQ(child, 0) << "fork " << fork << " (-1: the child hung)";
+    if (child != 0) break;
   }
   stop = true;
   consumer.join();
@@ -295,7 +300,9 @@ TEST(LoaderChurn, TenThousandLoadersMadeAndDroppedLeaveNoThreadAndBoundedMemory)
   EXPECT_EQ(thread_count(), threads);
   const double grown_mib =
       (static_cast<double>(resident_bytes()) - static_cast<double>(resident)) / (1024.0 * 1024.0);
-  EXPECT_LT(grown_mib, 8.0) << "resident memory grew by " << grown_mib << " MiB";
+  if (!stoke::testing::under_sanitizer) {  // a sanitizer keeps memory of its own
+    EXPECT_LT(grown_mib, 8.0) << "resident memory grew by " << grown_mib << " MiB";
+  }
   std::cout << "10000 loaders made and dropped: threads " << thread_count() << " (before "
             << threads << "), resident memory grew by " << grown_mib << " MiB\n";
 }

@@ -22,38 +22,40 @@ def run_program(source: str, timeout: float = 120) -> subprocess.CompletedProces
 
 
 def test_ctrl_c_while_waiting_for_a_batch_raises_keyboard_interrupt_promptly_and_loses_nothing():
-    # One worker converts 128 MiB to floats for the one batch (a third of a second or more), so
-    # the consumer waits when SIGINT comes 50 ms into the wait. The latency is from the signal
-    # to the exception.
+    # One worker converts 128 MiB to floats for the one batch of an epoch (a third of a second
+    # or more), so the consumer waits when SIGINT comes 50 ms into the wait; five epochs. The
+    # latency is from the signal to the exception; the median of the five is held to 100 ms.
     run = run_program("""
-        import os, signal, threading, time
+        import os, signal, statistics, threading, time
         import numpy as np, stoke_loader as sl
         rows = np.ones((4096, 1 << 15), dtype=np.uint8)
         loader = sl.Loader({"x": sl.scaled(rows, 1 / 255)}, batch_size=4096, num_workers=1,
                            queue_depth=1)
-        epoch = iter(loader)
-        sent = []
-        def interrupt():
-            sent.append(time.perf_counter())
-            os.kill(os.getpid(), signal.SIGINT)
-        threading.Timer(0.05, interrupt).start()
-        try:
-            next(epoch)
-            print("no interrupt")
-        except KeyboardInterrupt:
-            print(f"latency {time.perf_counter() - sent[0]:.4f}")
-        batch = next(epoch)  # the batch waited for was not lost
-        print(f"step {batch.step} of {len(loader)}, value {float(np.from_dlpack(batch['x'])[0, 0]):.4f}")
-        del batch
+        latencies = []
+        for _ in range(5):
+            epoch = iter(loader)
+            sent = []
+            def interrupt():
+                sent.append(time.perf_counter())
+                os.kill(os.getpid(), signal.SIGINT)
+            threading.Timer(0.05, interrupt).start()
+            try:
+                next(epoch)
+                print("no interrupt")
+            except KeyboardInterrupt:
+                latencies.append(time.perf_counter() - sent[0])
+            batch = next(epoch)  # the batch waited for was not lost
+            value = float(np.from_dlpack(batch["x"])[0, 0])
+            print(f"step {batch.step} of {len(loader)}, value {value:.4f}")
+            del batch
+        print(f"median latency {statistics.median(latencies):.4f} of {len(latencies)}")
         loader.close()
-        print("closed")
     """)
     assert run.returncode == 0, run.stderr
     lines = run.stdout.splitlines()
-    assert lines[0].startswith("latency "), run.stdout
-    assert float(lines[0].split()[1]) < 0.1, f"KeyboardInterrupt came late: {lines[0]}"
-    assert lines[1] == "step 0 of 1, value 0.0039", run.stdout
-    assert lines[2] == "closed"
+    assert lines[:5] == ["step 0 of 1, value 0.0039"] * 5, run.stdout
+    assert lines[5].startswith("median latency ") and lines[5].endswith(" of 5"), run.stdout
+    assert float(lines[5].split()[2]) < 0.1, f"KeyboardInterrupt came late: {lines[5]}"
 
 
 def test_close_joins_the_workers_ends_an_open_epoch_and_the_loader_starts_again():

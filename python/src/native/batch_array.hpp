@@ -17,6 +17,8 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include "dlpack_capsule.hpp"
+
 namespace stoke_python {
 
 namespace nb = nanobind;
@@ -55,11 +57,32 @@ class BatchArray {
                 .c_str());
       }
     }
-    nb::kwargs kwargs;
-    if (!max_version.is_none()) kwargs["max_version"] = max_version;
-    if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
-    if (!copy.is_none()) kwargs["copy"] = copy;
-    return ndarray().attr("__dlpack__")(**kwargs);
+    if (!copy.is_none() && nb::cast<bool>(copy)) {
+      // A copy asked for: nanobind makes it, in memory of its own (not the batch's).
+      nb::kwargs kwargs;
+      if (!max_version.is_none()) kwargs["max_version"] = max_version;
+      if (!dl_device.is_none()) kwargs["dl_device"] = dl_device;
+      kwargs["copy"] = copy;
+      return ndarray().attr("__dlpack__")(**kwargs);
+    }
+    if (!dl_device.is_none()) {
+      const auto device = nb::cast<nb::tuple>(dl_device);
+      if (device.size() != 2 || nb::cast<int>(device[0]) != dlpack_abi::cpu ||
+          nb::cast<int>(device[1]) != 0) {
+        throw nb::buffer_error(
+            ("stoke_loader: __dlpack__(dl_device=" + nb::cast<std::string>(nb::repr(dl_device)) +
+             ") for a CPU batch: it lives on (1, 0), the CPU")
+                .c_str());
+      }
+    }
+    // The batch's own memory, in a capsule whose deleter never takes the GIL (a consumer may
+    // free the tensor in a thread of its own, also at exit: dlpack_capsule.hpp).
+    const bool versioned =
+        !max_version.is_none() && nb::cast<int>(nb::cast<nb::tuple>(max_version)[0]) >= 1;
+    if (versioned) {
+      return dlpack_capsule<dlpack_abi::ManagedTensorVersioned>(owner_, data_, shape_, dtype_);
+    }
+    return dlpack_capsule<dlpack_abi::ManagedTensor>(owner_, data_, shape_, dtype_);
   }
 
   /// The array as nanobind's DLPack-producing array, sharing the memory.
