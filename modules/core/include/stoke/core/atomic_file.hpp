@@ -1,7 +1,8 @@
 #pragma once
 /// @file
-/// `write_file_atomically`: replace a file so that a crash leaves either the old or the new
-/// content, never a mix (write a temporary, fsync, rename over, fsync the directory). POSIX.
+/// `write_file_atomically` and `AtomicFileWriter`: replace a file so that a crash leaves either
+/// the old or the new content, never a mix (write a temporary, fsync, rename over, fsync the
+/// directory). POSIX.
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -16,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 #include <stoke/core/error.hpp>
 
@@ -72,49 +74,78 @@ inline void fsync_directory(const std::filesystem::path& directory) {
 
 }  // namespace detail
 
-/// Replaces the file at `path` by `bytes`, atomically: the bytes go to a temporary file in the
-/// same directory (`<name>.tmp.<pid>.<counter>`), which is fsynced and renamed over `path`;
-/// then the directory is fsynced. A reader, or a crash at any point, sees the old content or
-/// the new one, never a mix. Throws `stoke::Error` naming the path and the system's reason on
-/// any failure, after removing the temporary file. `hooks` are for tests.
+/// A file written in pieces and put in place atomically: the bytes go to a temporary file in
+/// the same directory (`<name>.tmp.<pid>.<counter>`); `commit` fsyncs it, renames it over
+/// `path` and fsyncs the directory. A reader, or a crash at any point, sees the old content or
+/// the new one, never a mix; a writer dropped before `commit` removes its temporary file. For
+/// files too large to hold in memory (a token store's `.bin`). Throws `stoke::Error` naming the
+/// path and the system's reason on any failure.
+class AtomicFileWriter {
+ public:
+  /// Creates the temporary file for `path`.
+  explicit AtomicFileWriter(std::filesystem::path path) : path_(std::move(path)) {
+    if (path_.filename().empty()) {
+      throw Error("stoke: cannot write '" + path_.string() + "': the path names no file");
+    }
+    temporary_ = path_;
+    temporary_ += ".tmp." + std::to_string(::getpid()) + "." +
+                  std::to_string(detail::atomic_write_counter.fetch_add(1));
+    fd_ = ::open(temporary_.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+    if (fd_ < 0) detail::throw_file_error("create temporary file", temporary_, errno);
+  }
+  AtomicFileWriter(const AtomicFileWriter&) = delete;
+  AtomicFileWriter& operator=(const AtomicFileWriter&) = delete;
+
+  /// Closes and removes the temporary file unless `commit` put it in place.
+  ~AtomicFileWriter() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temporary_.c_str());
+  }
+
+  /// The file it replaces.
+  [[nodiscard]] const std::filesystem::path& path() const noexcept { return path_; }
+
+  /// Appends `bytes` to the temporary file.
+  void write(std::span<const std::byte> bytes) {
+    if (fd_ < 0) throw Error("stoke: '" + path_.string() + "' is committed: nothing more to write");
+    detail::write_all(fd_, bytes, temporary_);
+  }
+
+  /// Fsyncs and closes the temporary file, then (after `hooks.before_rename`) renames it over
+  /// `path()` and fsyncs the directory. Call once.
+  void commit(const AtomicWriteHooks& hooks = {}) {
+    if (fd_ < 0) throw Error("stoke: '" + path_.string() + "' is committed already");
+    if (detail::fsync_retrying(fd_) != 0) detail::throw_file_error("fsync", temporary_, errno);
+    const int closed = ::close(std::exchange(fd_, -1));
+    if (closed != 0) detail::throw_file_error("close", temporary_, errno);
+    if (hooks.before_rename) hooks.before_rename();
+    if (::rename(temporary_.c_str(), path_.c_str()) != 0) {
+      const int error = errno;
+      throw Error("stoke: cannot rename '" + temporary_.string() + "' over '" + path_.string() +
+                  "': " + std::generic_category().message(error));
+    }
+    committed_ = true;
+    detail::fsync_directory(path_.parent_path().empty() ? std::filesystem::path(".")
+                                                        : path_.parent_path());
+  }
+
+ private:
+  std::filesystem::path path_;
+  std::filesystem::path temporary_;
+  int fd_ = -1;
+  bool committed_ = false;
+};
+
+/// Replaces the file at `path` by `bytes`, atomically (see `AtomicFileWriter`): a reader, or a
+/// crash at any point, sees the old content or the new one, never a mix. Throws `stoke::Error`
+/// naming the path and the system's reason on any failure, after removing the temporary file.
+/// `hooks` are for tests.
 inline void write_file_atomically(const std::filesystem::path& path,
                                   std::span<const std::byte> bytes,
                                   const AtomicWriteHooks& hooks = {}) {
-  if (path.filename().empty()) {
-    throw Error("stoke: cannot write '" + path.string() + "': the path names no file");
-  }
-  const std::filesystem::path directory =
-      path.parent_path().empty() ? std::filesystem::path(".") : path.parent_path();
-  std::filesystem::path temporary = path;
-  temporary += ".tmp." + std::to_string(::getpid()) + "." +
-               std::to_string(detail::atomic_write_counter.fetch_add(1));
-
-  int fd = ::open(temporary.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-  if (fd < 0) detail::throw_file_error("create temporary file", temporary, errno);
-  // Until the rename succeeds, leaving this scope closes and removes the temporary.
-  struct Cleanup {
-    int& fd;
-    const std::filesystem::path& temporary;
-    bool renamed = false;
-    ~Cleanup() {
-      if (fd >= 0) ::close(fd);
-      if (!renamed) ::unlink(temporary.c_str());
-    }
-  } cleanup{fd, temporary};
-
-  detail::write_all(fd, bytes, temporary);
-  if (detail::fsync_retrying(fd) != 0) detail::throw_file_error("fsync", temporary, errno);
-  const int closed = ::close(fd);
-  fd = -1;
-  if (closed != 0) detail::throw_file_error("close", temporary, errno);
-  if (hooks.before_rename) hooks.before_rename();
-  if (::rename(temporary.c_str(), path.c_str()) != 0) {
-    const int error = errno;
-    throw Error("stoke: cannot rename '" + temporary.string() + "' over '" + path.string() +
-                "': " + std::generic_category().message(error));
-  }
-  cleanup.renamed = true;
-  detail::fsync_directory(directory);
+  AtomicFileWriter file(path);
+  file.write(bytes);
+  file.commit(hooks);
 }
 
 /// `write_file_atomically` for text (or any bytes held in a string).
