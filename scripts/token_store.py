@@ -8,10 +8,11 @@ stoke_loader package has one, and what tests/sequences checks stoke's reader aga
     writer.finish()                       # puts .bin, then .idx, in place by atomic renames
 
 Tokens stream to a temporary .bin file; the lengths and document index stay in memory until
-finish(). As a program it writes the stores JSON files describe (for the tests):
+finish() (12 bytes a sequence). As a program it writes the stores JSON files describe (for the tests):
     token_store.py from-json SPEC.json PREFIX [SPEC.json PREFIX]...
 SPEC: {"dtype": "uint16", "documents": [[[1, 2], [3]], [[4, 5, 6]]]} (documents of sequences).
 """
+import array
 import json
 import os
 import struct
@@ -47,16 +48,16 @@ class TokenStoreWriter:
         self.prefix = os.fspath(prefix)
         self._temporary = f"{self.prefix}.bin.tmp.{os.getpid()}"
         self._bin = open(self._temporary, "wb")
-        self.lengths = []
-        self.document_index = [0]
+        self.lengths = array.array("i")  # int32: 4 bytes a sequence, not a Python int each
+        self.document_index = array.array("q", [0])
 
     def add_sequence(self, tokens):
         """Appends a sequence of tokens (any sequence of numbers) to the current document."""
-        array = np.asarray(tokens, dtype=self.dtype)
-        if array.ndim != 1 or array.size > np.iinfo(np.int32).max:
-            raise ValueError(f"a sequence is one axis of at most 2**31 - 1 tokens: {array.shape}")
-        self._bin.write(array.tobytes())
-        self.lengths.append(array.size)
+        values = np.asarray(tokens, dtype=self.dtype)
+        if values.ndim != 1 or values.size > np.iinfo(np.int32).max:
+            raise ValueError(f"a sequence is one axis of at most 2**31 - 1 tokens: {values.shape}")
+        self._bin.write(values.tobytes())
+        self.lengths.append(values.size)
 
     def end_document(self):
         """Ends the current document."""
@@ -72,7 +73,7 @@ class TokenStoreWriter:
         if self.document_index[-1] != len(self.lengths):
             self.end_document()
         self._bin.close()
-        lengths = np.asarray(self.lengths, dtype=np.int32)
+        lengths = np.frombuffer(self.lengths, dtype=np.int32)
         pointers = np.zeros(len(lengths), dtype=np.int64)
         np.cumsum(lengths[:-1].astype(np.int64) * self.dtype.itemsize, out=pointers[1:])
         index = f"{self.prefix}.idx.tmp.{os.getpid()}"
@@ -81,7 +82,7 @@ class TokenStoreWriter:
                                         len(self.document_index)))
             f.write(lengths.tobytes())
             f.write(pointers.tobytes())
-            f.write(np.asarray(self.document_index, dtype=np.int64).tobytes())
+            f.write(self.document_index.tobytes())
         _commit(self._temporary, self.prefix + ".bin")
         _commit(index, self.prefix + ".idx")
 

@@ -1,7 +1,8 @@
 // Token stores across languages: what TokenStoreWriter writes, a Python reference reader
 // written from Megatron's format (read_token_store.py, numpy) reads back; what the recipes'
 // Python writer (scripts/token_store.py) writes, TokenStore reads back. Both for random corpora
-// and every token type; skipped, saying why, where numpy cannot be imported.
+// and every token type; and the corpus recipe (scripts/make_corpus.py) on a tiny corpus.
+// Skipped, saying why, where numpy cannot be imported.
 #include <gtest/gtest.h>
 
 #include <cstddef>
@@ -9,10 +10,12 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json.hpp>
+#include <stoke/sequences/sharded_token_store.hpp>
 #include <stoke/sequences/token_store.hpp>
 
 #include "stoke_test_files.hpp"
@@ -147,6 +150,44 @@ TEST_F(PythonTokenStores, TokenStoreReadsWhatThePythonWriterWroteOfEveryType) {
       EXPECT_EQ(std::vector<std::int64_t>(index.begin(), index.end()), corpus.document_index);
     }
   });
+}
+
+TEST_F(PythonTokenStores, TheRecipeWritesEveryTextAsADocumentAndASyntheticCorpusOfItsLengths) {
+  const std::vector<std::string> texts{"first text", "", "the third text, longer\n"};
+  std::filesystem::create_directories(dir_ / "texts" / "sub");
+  for (std::size_t t = 0; t < texts.size(); ++t) {
+    std::ofstream(dir_ / "texts" / (t == 2 ? "sub" : "") / ("t" + std::to_string(t) + ".txt"))
+        << texts[t];
+  }
+  std::ofstream(dir_ / "texts" / "ignored.html") << "not a .txt file";
+  run_python(STOKE_MAKE_CORPUS, "real '" + (dir_ / "real").string() + "' --source '" +
+                                    (dir_ / "texts").string() + "' --tokenizer bytes");
+  const stoke::TokenStore<std::uint16_t> real(dir_ / "real");
+  ASSERT_EQ(real.size(), texts.size());
+  std::set<std::int32_t> real_lengths;
+  for (std::size_t t = 0; t < texts.size(); ++t) {  // sorted: sub/t2.txt, t0.txt, t1.txt
+    const std::string& text = texts[(t + 2) % 3];
+    std::vector<std::uint16_t> expected(text.begin(), text.end());
+    expected.push_back(50256);  // GPT-2's end of text
+    EXPECT_EQ(std::vector<std::uint16_t>(real.get(t).begin(), real.get(t).end()), expected);
+    real_lengths.insert(real.lengths()[t]);
+  }
+  run_python(STOKE_MAKE_CORPUS, "synthetic '" + (dir_ / "synthetic").string() +
+                                    "' --lengths-from '" + (dir_ / "real").string() +
+                                    "' --tokens 5000 --shards 2 --seed 3");
+  const stoke::ShardedTokenStore<std::uint16_t> synthetic(dir_ / "synthetic");
+  ASSERT_EQ(synthetic.shard_count(), 2U);
+  std::size_t tokens = 0;
+  for (std::size_t k = 0; k < 2; ++k) {
+    const auto lengths = synthetic.lengths(k);
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+      tokens += static_cast<std::size_t>(lengths[i]);
+      if (i + 1 < lengths.size()) {  // the last one of a store is cut to its share
+        EXPECT_TRUE(real_lengths.contains(lengths[i])) << "length " << lengths[i];
+      }
+    }
+  }
+  EXPECT_EQ(tokens, 5000U);
 }
 
 }  // namespace
