@@ -98,6 +98,25 @@ TYPED_TEST(TokenStoreRoundTrip, ReadsTheTokensInPlaceInTheMappedFile) {
   }
 }
 
+// The book's example (book/docs/sequences.md): write a store, read it in place.
+TEST(TokenStore, WritesAndReadsAStoreAsTheBookShows) {
+  const TempDir dir;
+  const std::filesystem::path prefix = dir / "corpus";
+  // --8<-- [start:write_and_read]
+  stoke::TokenStoreWriter<std::uint16_t> writer(prefix);  // corpus.bin + corpus.idx
+  const std::vector<std::uint16_t> hello{15496, 995, 50256}, bye{33, 50256};
+  writer.add_document(hello);
+  writer.add_document(bye);
+  writer.finish();  // both files put in place atomically
+
+  const stoke::TokenStore<std::uint16_t> store(prefix);        // mapped, the index checked whole
+  const std::span<const std::uint16_t> tokens = store.get(1);  // in place: no copy
+  const std::int32_t length = store.lengths()[0];              // from the index alone
+  // --8<-- [end:write_and_read]
+  EXPECT_EQ(std::vector<std::uint16_t>(tokens.begin(), tokens.end()), bye);
+  EXPECT_EQ(length, 3);
+}
+
 TEST(TokenStore, ReadsAnEmptyStore) {
   const TempDir dir;
   stoke::TokenStoreWriter<std::uint16_t> writer(dir / "empty");
