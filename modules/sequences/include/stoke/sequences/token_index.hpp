@@ -153,19 +153,21 @@ class TokenIndexCheck {
       const std::size_t pointer_offset = layout.pointers_offset + 8 * i;
       const auto length = load_at<std::int32_t>(bytes_, length_offset);
       const auto pointer = load_at<std::int64_t>(bytes_, pointer_offset);
-      const std::string sequence = "sequence " + std::to_string(i);
-      if (length < 0) fail(length_offset, sequence + " has length " + std::to_string(length));
+      // The messages are made only for a refusal: this loop runs once per sequence.
+      const auto sequence = [i] { return "sequence " + std::to_string(i); };
+      if (length < 0) fail(length_offset, sequence() + " has length " + std::to_string(length));
       if (pointer < 0 || static_cast<std::uint64_t>(pointer) != end) {
         const bool past = pointer < 0 || static_cast<std::uint64_t>(pointer) > bin_size_;
         fail(pointer_offset,
-             sequence + " begins at byte " + std::to_string(pointer) + " of " + quoted_path(bin_) +
+             sequence() + " begins at byte " + std::to_string(pointer) + " of " +
+                 quoted_path(bin_) +
                  (past ? ", past its end (" + std::to_string(bin_size_) + " bytes)" : "") +
                  "; sequences lie back to back, so it must begin at byte " + std::to_string(end) +
                  ", where the one before it ends");
       }
       const std::size_t bytes = static_cast<std::size_t>(length) * token_size;
       if (bytes > bin_size_ - end) {
-        fail(length_offset, sequence + " of " + std::to_string(length) + " tokens from byte " +
+        fail(length_offset, sequence() + " of " + std::to_string(length) + " tokens from byte " +
                                 std::to_string(end) + " ends at byte " +
                                 std::to_string(end + bytes) + ", past the end of " +
                                 quoted_path(bin_) + " (" + std::to_string(bin_size_) + " bytes)");
@@ -186,15 +188,16 @@ class TokenIndexCheck {
     for (std::size_t j = 0; j < layout.documents; ++j) {
       const std::size_t offset = layout.documents_offset + 8 * j;
       const auto value = load_at<std::int64_t>(bytes_, offset);
-      const std::string entry =
-          "document index entry " + std::to_string(j) + " is " + std::to_string(value);
-      if (j == 0 && value != 0) fail(offset, entry + "; the first entry must be 0");
+      const auto entry = [&] {  // made only for a refusal
+        return "document index entry " + std::to_string(j) + " is " + std::to_string(value);
+      };
+      if (j == 0 && value != 0) fail(offset, entry() + "; the first entry must be 0");
       if (value < previous) {
-        fail(offset, entry + ", before entry " + std::to_string(j - 1) + " (" +
+        fail(offset, entry() + ", before entry " + std::to_string(j - 1) + " (" +
                          std::to_string(previous) + "): documents out of order");
       }
       if (static_cast<std::uint64_t>(value) > layout.sequences) {
-        fail(offset, entry + ", past the sequence count " + std::to_string(layout.sequences));
+        fail(offset, entry() + ", past the sequence count " + std::to_string(layout.sequences));
       }
       previous = value;
     }
