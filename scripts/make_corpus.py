@@ -28,7 +28,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from token_store import TokenStoreWriter  # noqa: E402
+from token_store import TokenStoreWriter, write_texts  # noqa: E402
 
 PYTHON_DOCS = "/usr/share/doc/python3.11/html/_sources"
 END_OF_TEXT = 50256  # GPT-2's <|endoftext|>
@@ -60,15 +60,8 @@ def write_real(prefix, source, tokenize):
                    and p.suffix == ".txt")
     if not files:
         raise SystemExit(f"make_corpus: no .txt file under {source} (install python3.11-doc)")
-    writer = TokenStoreWriter(prefix, np.uint16)
-    tokens = 0
-    for path in files:
-        ids = np.asarray(tokenize(path.read_text(encoding="utf-8", errors="replace")),
-                         dtype=np.uint16)
-        writer.add_document(np.append(ids, np.uint16(END_OF_TEXT)))
-        tokens += ids.size + 1
-    writer.finish()
-    return len(files), tokens
+    texts = (path.read_text(encoding="utf-8", errors="replace") for path in files)
+    return write_texts(prefix, texts, tokenize, np.uint16, end_of_document=END_OF_TEXT)
 
 
 def read_lengths(prefix):

@@ -7,6 +7,8 @@ stoke_loader package has one, and what tests/sequences checks stoke's reader aga
     writer.add_document(tokens)           # or add_sequence(...) several times, end_document()
     writer.finish()                       # puts .bin, then .idx, in place by atomic renames
 
+    write_texts("corpus", texts, tokenizer.encode, numpy.uint16, end_of_document=eos_id)
+
 Tokens stream to a temporary .bin file; the lengths and document index stay in memory until
 finish() (12 bytes a sequence). As a program it writes the stores JSON files describe (for the tests):
     token_store.py from-json SPEC.json PREFIX [SPEC.json PREFIX]...
@@ -85,6 +87,24 @@ class TokenStoreWriter:
             f.write(self.document_index.tobytes())
         _commit(self._temporary, self.prefix + ".bin")
         _commit(index, self.prefix + ".idx")
+
+
+def write_texts(prefix, texts, tokenize, dtype=np.uint16, end_of_document=None):
+    """Writes each of `texts` (any iterable of strings) as a document of the store `prefix`,
+    tokenized by `tokenize` (any callable from a string to token ids: a SentencePiece model's
+    encode, a Hugging Face tokenizer's, ...), followed by `end_of_document` when given.
+    Returns the documents and tokens written."""
+    writer = TokenStoreWriter(prefix, dtype)
+    documents = tokens = 0
+    for text in texts:
+        ids = np.asarray(tokenize(text), dtype=writer.dtype)
+        if end_of_document is not None:
+            ids = np.append(ids, np.asarray(end_of_document, dtype=writer.dtype))
+        writer.add_document(ids)
+        documents += 1
+        tokens += ids.size
+    writer.finish()
+    return documents, tokens
 
 
 def write_from_json(spec_path, prefix):
