@@ -7,10 +7,12 @@ stoke_loader package has one, and what tests/sequences checks stoke's reader aga
     writer.add_document(tokens)           # or add_sequence(...) several times, end_document()
     writer.finish()                       # puts .bin, then .idx, in place by atomic renames
 
+    # or, from texts and any tokenizer (a callable from a string to ids):
     write_texts("corpus", texts, tokenizer.encode, numpy.uint16, end_of_document=eos_id)
 
 Tokens stream to a temporary .bin file; the lengths and document index stay in memory until
-finish() (12 bytes a sequence). As a program it writes the stores JSON files describe (for the tests):
+finish() (12 bytes a sequence). As a program it writes the stores JSON files describe (for
+the tests):
     token_store.py from-json SPEC.json PREFIX [SPEC.json PREFIX]...
 SPEC: {"dtype": "uint16", "documents": [[[1, 2], [3]], [[4, 5, 6]]]} (documents of sequences).
 """
