@@ -4,17 +4,23 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <filesystem>
+#include <numeric>
+#include <ranges>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/sequences/token_store.hpp>
 #include <stoke/sequences/token_store_writer.hpp>
+#include <stoke/sequences/unaligned_span.hpp>
 
 #include "stoke_test_files.hpp"
 #include "token_store_files.hpp"
@@ -32,6 +38,26 @@ static_assert(stoke::Dataset<stoke::TokenStore<std::uint16_t>>);
 static_assert(std::is_same_v<stoke::dataset_item_t<stoke::TokenStore<std::int32_t>>,
                              std::span<const std::int32_t>>);
 static_assert(!stoke::TokenType<std::uint32_t> && !stoke::TokenType<bool>);
+static_assert(std::ranges::random_access_range<stoke::UnalignedSpan<std::int32_t>>);
+static_assert(std::ranges::sized_range<stoke::UnalignedSpan<std::int64_t>>);
+
+TEST(UnalignedSpan, ReadsValuesAtAnOddAddressWithTheRangeAlgorithms) {
+  const std::vector<std::int32_t> values{7, -3, 42, 0, 19};
+  std::vector<std::byte> bytes(1 + values.size() * sizeof(std::int32_t));
+  std::memcpy(bytes.data() + 1, values.data(), values.size() * sizeof(std::int32_t));
+  const stoke::UnalignedSpan<std::int32_t> view(bytes.data() + 1, values.size());
+  EXPECT_EQ(std::vector<std::int32_t>(view.begin(), view.end()), values);
+  EXPECT_EQ(*std::ranges::max_element(view), 42);
+  EXPECT_EQ(std::accumulate(view.begin(), view.end(), 0), 65);
+  EXPECT_EQ(view.end() - view.begin(), 5);
+  EXPECT_EQ(view.begin()[2], 42);
+  EXPECT_EQ(*(view.end() - 1), 19);
+  const auto tail = view.subspan(3, 2);
+  EXPECT_EQ(std::vector<std::int32_t>(tail.begin(), tail.end()),
+            (std::vector<std::int32_t>{0, 19}));
+  EXPECT_EQ(view.bytes().data(), bytes.data() + 1);
+  EXPECT_EQ(view.bytes().size(), 20U);
+}
 
 /// Expects `store` to hold exactly `corpus`.
 template <class T>
