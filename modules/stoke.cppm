@@ -213,6 +213,22 @@ using stoke::save_npy;
 using stoke::ShardedArrays;
 }  // namespace stoke
 
+// Sequences: token stores (Megatron-LM's indexed dataset), read in place and written.
+export namespace stoke {
+using stoke::megatron_code;
+using stoke::megatron_dtype;
+using stoke::ShardedTokenStore;
+using stoke::token_store_paths;
+using stoke::token_store_prefixes;
+using stoke::TokenIndex;
+using stoke::TokenIndexHeader;
+using stoke::TokenStore;
+using stoke::TokenStorePaths;
+using stoke::TokenStoreWriter;
+using stoke::TokenType;
+using stoke::UnalignedSpan;
+}  // namespace stoke
+
 // Dataset transforms and their pipe: `dataset | stoke::map(f) | stoke::partial(0, 100)`.
 export namespace stoke {
 using stoke::compose;
@@ -256,6 +272,7 @@ export namespace stoke {
 using stoke::Adam;
 using stoke::adam_update;
 using stoke::AdamStepFactors;
+using stoke::AtomicFileWriter;
 using stoke::AtomicWriteHooks;
 using stoke::CapturingBackend;
 using stoke::Checkpoint;

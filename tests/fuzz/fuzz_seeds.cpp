@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -17,6 +18,7 @@
 
 #include "../support/npy_files.hpp"
 #include "fuzz_seed_model.hpp"
+#include "fuzz_token_store_input.hpp"
 
 namespace {
 
@@ -65,6 +67,36 @@ struct IndexBatcher {
   }
 };
 
+/// The bytes of the file `path`.
+Bytes read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+/// A token store of `T` (documents of the given sequence lengths, tokens counting up) that
+/// TokenStoreWriter writes in `scratch`, as the token store harness's input.
+template <class T>
+Bytes token_store(const std::filesystem::path& scratch,
+                  const std::vector<std::vector<std::size_t>>& documents) {
+  stoke::TokenStoreWriter<T> writer(scratch / "store");
+  T next{};
+  for (const auto& document : documents) {
+    for (const std::size_t length : document) {
+      std::vector<T> tokens(length);
+      for (auto& token : tokens) token = next++;
+      writer.add_sequence(tokens);
+    }
+    writer.end_document();
+  }
+  writer.finish();
+  const Bytes bin = read_bytes(scratch / "store.bin");
+  const Bytes input = stoke::fuzz::token_store_input(static_cast<std::uint32_t>(bin.size()),
+                                                     read_bytes(scratch / "store.idx"));
+  std::filesystem::remove(scratch / "store.bin");
+  std::filesystem::remove(scratch / "store.idx");
+  return input;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -73,8 +105,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const std::filesystem::path root = argv[1];
-  for (const char* harness :
-       {"idx", "mmap_records", "safetensors", "checkpoint", "loader_state", "npy", "npz"}) {
+  for (const char* harness : {"idx", "mmap_records", "safetensors", "checkpoint", "loader_state",
+                              "npy", "npz", "token_store"}) {
     std::filesystem::create_directories(root / harness);
   }
 
@@ -83,6 +115,13 @@ int main(int argc, char** argv) {
   write(root / "idx" / "empty.idx", idx({7, 0}));
   write_gzip(root / "idx" / "labels.idx.gz", idx({5}));
   write_gzip(root / "idx" / "images.idx.gz", idx({2, 3, 4}));
+
+  const auto scratch = root / "token_store";
+  write(root / "token_store" / "int32.in", token_store<std::int32_t>(scratch, {{3, 0}, {5, 2}}));
+  write(root / "token_store" / "uint16.in", token_store<std::uint16_t>(scratch, {{4}, {}, {1}}));
+  write(root / "token_store" / "uint8.in", token_store<std::uint8_t>(scratch, {{7, 1, 2}}));
+  write(root / "token_store" / "float64.in", token_store<double>(scratch, {{2}, {3}}));
+  write(root / "token_store" / "empty.in", token_store<std::int64_t>(scratch, {}));
 
   write(root / "npy" / "float32.npy", npy("<f4", {3, 2}, 4));
   write(root / "npy" / "uint8.npy", npy("|u1", {5}, 1));

@@ -1,7 +1,8 @@
 // `import stoke;` alone (no stoke header) gives every public name of the core, the data
-// module, the CPU backend and the learner: each name exported by modules/stoke.cppm is used
-// here at least once (a concept in a static_assert, a type constructed, a function called).
-// A plain program: it prints every failed check and exits non-zero if there was one.
+// module, the sequences module, the CPU backend and the learner: each name exported by
+// modules/stoke.cppm is used here at least once (a concept in a static_assert, a type
+// constructed, a function called). A plain program: it prints every failed check and exits
+// non-zero if there was one.
 #include <unistd.h>
 #include <array>
 #include <concepts>
@@ -456,6 +457,32 @@ void learner(const std::filesystem::path& dir) {
   stoke::write_file_atomically(dir / "note.txt", std::string_view("written"),
                                stoke::AtomicWriteHooks{});
   CHECK(std::filesystem::file_size(dir / "note.txt") == 7);
+  stoke::AtomicFileWriter streamed(dir / "streamed.txt");
+  streamed.write(std::as_bytes(std::span<const char>("ab", 2)));
+  streamed.commit();
+  CHECK(std::filesystem::file_size(dir / "streamed.txt") == 2);
+}
+
+void sequences(const std::filesystem::path& dir) {
+  static_assert(stoke::TokenType<std::uint16_t> && !stoke::TokenType<bool>);
+  CHECK(stoke::megatron_dtype(8).value() == stoke::DType::u16 &&
+        stoke::megatron_code(stoke::DType::i32) == 4);
+  const stoke::TokenStorePaths paths = stoke::token_store_paths(dir / "tokens" / "store");
+  CHECK(paths.idx.filename() == "store.idx");
+  std::filesystem::create_directories(dir / "tokens");
+  stoke::TokenStoreWriter<std::uint16_t> writer(dir / "tokens" / "store");
+  const std::vector<std::uint16_t> tokens{5, 6, 7};
+  writer.add_document(tokens);
+  writer.finish();
+  const stoke::TokenStore<std::uint16_t> store(dir / "tokens" / "store");
+  CHECK(store.size() == 1 && store.get(0)[2] == 7);
+  const stoke::UnalignedSpan<std::int32_t> lengths = store.lengths();
+  CHECK(lengths[0] == 3);
+  const stoke::TokenIndex& index = store.index();
+  CHECK(index.sequence_count() == 1 && stoke::TokenIndexHeader::size == 34);
+  const stoke::ShardedTokenStore<std::uint16_t> sharded(
+      stoke::token_store_prefixes(dir / "tokens"));
+  CHECK(sharded.size() == 1 && sharded.get(0).values[0] == 5);
 }
 
 // The storage layer's core: a local store listed by glob, read whole and by range, and a
@@ -515,6 +542,7 @@ int main() {
     building_blocks(dir);
     learner(dir);
     storage(dir);
+    sequences(dir);
   } catch (const std::exception& error) {
     std::fprintf(stderr, "test_import: unexpected exception: %s\n", error.what());
     ++failures;
