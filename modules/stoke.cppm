@@ -17,9 +17,9 @@
 module;
 
 #include <stoke/cpu/eigen.hpp>
+#include <stoke/data/sources/stored_arrays.hpp>
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
-#include <stoke/data/sources/stored_arrays.hpp>
 #include <stoke/storage.hpp>
 
 export module stoke;
