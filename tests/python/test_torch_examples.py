@@ -52,3 +52,34 @@ def test_fashion_mnist_torch_ddp_reaches_the_demo_accuracy_of_one_epoch_exactly_
     assert lines[1] == ("2 ranks x 468 steps x 64 samples: every training sample of epoch 1 "
                         "seen exactly once: True"), lines
     assert final_accuracy(lines) >= 0.85, lines
+
+
+def test_a_dataloader_with_fork_workers_uses_stoke_loaders_in_its_workers():
+    # A stoke loader alive in the parent, mid-epoch, when PyTorch forks its DataLoader workers:
+    # each worker loads whole epochs with a loader of its own and with the inherited one
+    # (restarted there), and the parent's epoch goes on (book: "Exit, fork, interrupt, kill").
+    program = """
+import numpy as np, torch, stoke_loader as sl
+rows = np.arange(4000.0).reshape(-1, 4)
+inherited = sl.Loader({"x": rows}, batch_size=10, num_workers=2)
+epoch = iter(inherited)
+first = next(epoch)
+
+class Epochs(torch.utils.data.Dataset):
+    def __len__(self):
+        return 4
+    def __getitem__(self, i):
+        own = sl.Loader({"x": rows}, batch_size=10, num_workers=2, shuffle=True, seed=i)
+        mine = sorted(int(v) for b in own for v in np.from_dlpack(b["x"]).ravel())
+        again = sum(b.real_size for b in inherited)
+        return torch.tensor([mine == list(range(4000)), again == 1000])
+
+workers = torch.utils.data.DataLoader(Epochs(), batch_size=None, num_workers=2,
+                                      multiprocessing_context="fork")
+assert all(bool(ok.all()) for ok in workers)
+print(first.real_size + sum(b.real_size for b in epoch))
+"""
+    run = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert run.stdout.strip() == "1000", run.stdout
