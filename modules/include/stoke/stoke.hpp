@@ -6,3 +6,4 @@
 #include <stoke/core.hpp>
 #include <stoke/cpu.hpp>
 #include <stoke/data.hpp>
+#include <stoke/sequences/batching.hpp>

@@ -1,0 +1,138 @@
+// Mixtures: exact proportions at every prefix of the epoch (within one sample per source),
+// by samples or by tokens, each source's samples in its own order without repeats, exact
+// resume from per-source counts, and a clear error when a source runs out.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <stoke/stoke.hpp>
+
+#include "token_corpus.hpp"
+
+namespace {
+
+using stoke::testing::random_lengths;
+
+/// Sources of `sizes` documents (lengths from `seed`) with `weights`.
+struct MixtureCorpora {
+  std::vector<std::vector<std::int32_t>> lengths;
+  std::vector<stoke::MixtureSource> sources(const std::vector<std::uint64_t>& weights) const {
+    std::vector<stoke::MixtureSource> out;
+    for (std::size_t i = 0; i < lengths.size(); ++i) {
+      out.push_back({stoke::DocumentLengths(lengths[i]), weights[i]});
+    }
+    return out;
+  }
+};
+
+MixtureCorpora corpora_of(const std::vector<std::size_t>& sizes, std::uint64_t seed) {
+  MixtureCorpora out;
+  for (std::size_t i = 0; i < sizes.size(); ++i) {
+    out.lengths.push_back(random_lengths(sizes[i], 50, seed + i));
+  }
+  return out;
+}
+
+TEST(Mixture, EveryPrefixIsWithinOneSamplePerSourceOfTheWeights) {
+  for (std::uint64_t seed = 0; seed < 20; ++seed) {
+    const std::size_t count = 2 + seed % 4;
+    std::vector<std::uint64_t> weights;
+    std::vector<std::size_t> sizes;
+    for (std::size_t i = 0; i < count; ++i) {
+      weights.push_back(1 + stoke::mix64(seed * 31 + i) % 9);
+      sizes.push_back(5000);
+    }
+    const auto corpora = corpora_of(sizes, seed);
+    const stoke::Mixture mixture(corpora.sources(weights),
+                                 {.samples_per_epoch = 3000, .seed = seed});
+    auto state = mixture.start(0);
+    std::vector<std::set<std::size_t>> seen(count);
+    std::size_t picks = 0;
+    while (const auto pick = mixture.next(state)) {
+      ++picks;
+      EXPECT_TRUE(seen[pick->source].insert(pick->index).second) << "a sample repeated";
+      for (std::size_t i = 0; i < count; ++i) {
+        const double share = static_cast<double>(weights[i]) * static_cast<double>(picks) /
+                             static_cast<double>(mixture.total_weight());
+        ASSERT_LE(std::abs(static_cast<double>(state.consumed[i]) - share), 1.0)
+            << "seed " << seed << " source " << i << " after " << picks << " picks";
+      }
+    }
+    EXPECT_EQ(picks, 3000u);
+  }
+}
+
+TEST(Mixture, TokenWeightsAreWithinOneDocumentPerSourceAtEveryPrefix) {
+  const auto corpora = corpora_of({4000, 4000, 4000}, 9);
+  const std::vector<std::uint64_t> weights{5, 3, 2};
+  const stoke::Mixture mixture(
+      corpora.sources(weights),
+      {.unit = stoke::MixtureUnit::tokens, .samples_per_epoch = 4000, .seed = 1});
+  auto state = mixture.start(0);
+  std::uint64_t all = 0;
+  while (const auto pick = mixture.next(state)) {
+    all += pick->length;
+    for (std::size_t i = 0; i < 3; ++i) {
+      const double share = static_cast<double>(weights[i] * all) / 10.0;
+      ASSERT_LE(std::abs(static_cast<double>(state.tokens[i]) - share), 50.0 + 1e-9)
+          << "source " << i << " after " << state.picks << " picks";
+    }
+  }
+}
+
+TEST(Mixture, ResumesExactlyFromPerSourceCounts) {
+  const auto corpora = corpora_of({300, 700}, 4);
+  const stoke::Mixture mixture(corpora.sources({1, 3}), {.samples_per_epoch = 900, .seed = 6});
+  auto state = mixture.start(2);
+  std::vector<std::pair<std::size_t, std::size_t>> whole;
+  while (const auto pick = mixture.next(state)) whole.emplace_back(pick->source, pick->index);
+  auto partial = mixture.start(2);
+  for (int i = 0; i < 417; ++i) (void)mixture.next(partial);
+  stoke::MixtureState restored{partial.epoch, partial.picks, partial.consumed, partial.tokens};
+  for (std::size_t k = 417; k < whole.size(); ++k) {
+    const auto pick = mixture.next(restored);
+    ASSERT_TRUE(pick);
+    EXPECT_EQ(std::make_pair(pick->source, pick->index), whole[k]) << "pick " << k;
+  }
+  EXPECT_FALSE(mixture.next(restored));
+}
+
+TEST(Mixture, ASourceThatRunsOutIsAnErrorNamingItOrWrapsOrStops) {
+  const auto corpora = corpora_of({10, 1000}, 2);
+  const stoke::Mixture strict(corpora.sources({1, 1}), {.samples_per_epoch = 100});
+  auto state = strict.start(0);
+  try {
+    while (strict.next(state)) {
+    }
+    FAIL() << "a source ran out silently";
+  } catch (const stoke::InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("mixture source 0 ran out after 10 samples"),
+              std::string::npos)
+        << error.what();
+  }
+  const stoke::Mixture wrapping(
+      corpora.sources({1, 1}),
+      {.exhaustion = stoke::SourceExhaustion::wrap, .samples_per_epoch = 100});
+  state = wrapping.start(0);
+  std::vector<std::size_t> first_pass;
+  std::vector<std::size_t> second_pass;
+  while (const auto pick = wrapping.next(state)) {
+    if (pick->source != 0) continue;
+    (first_pass.size() < 10 ? first_pass : second_pass).push_back(pick->index);
+  }
+  EXPECT_EQ(std::set<std::size_t>(second_pass.begin(), second_pass.begin() + 10).size(), 10u);
+  EXPECT_NE(first_pass, std::vector<std::size_t>(second_pass.begin(), second_pass.begin() + 10));
+  const stoke::Mixture stopping(corpora.sources({1, 1}),
+                                {.exhaustion = stoke::SourceExhaustion::stop});
+  state = stopping.start(0);
+  std::size_t picks = 0;
+  while (stopping.next(state)) ++picks;
+  EXPECT_EQ(picks, 20u);  // 10 of each, then source 0 is due again and has none
+}
+
+}  // namespace
