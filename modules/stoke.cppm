@@ -204,6 +204,7 @@ using stoke::PackFit;
 using stoke::PadBatcher;
 using stoke::PaddedBatch;
 using stoke::piece_tokens;
+using stoke::plan_fingerprint;
 using stoke::PlanCursor;
 using stoke::PlannedBatch;
 using stoke::PlannedEpoch;

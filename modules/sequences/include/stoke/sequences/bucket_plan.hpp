@@ -32,7 +32,7 @@ struct BucketOptions {
   std::size_t pad_multiple = 1;          ///< a batch's width is its longest rounded up to this
   /// Upper bounds (inclusive, ascending) of every bucket but the last, which is unbounded; see
   /// `estimate_bucket_boundaries`.
-  std::vector<std::size_t> boundaries;
+  std::vector<std::size_t> boundaries{};
   std::size_t window_documents = 4096;  ///< positions of the epoch order per plan window
   bool shuffle = true;                  ///< shuffle documents and each window's batches
   std::uint64_t seed = 0;               ///< key of the orders
@@ -56,10 +56,10 @@ struct BucketOptions {
   return boundaries;
 }
 
-/// Groups each plan window's documents by bucket, sorts each bucket by length, fills batches
-/// greedily up to the budget, then shuffles the window's batches under (seed, epoch, window).
-/// Every document of the epoch is in exactly one batch, one document a row. A document whose
-/// own row exceeds the budget is refused with an `InputError` naming it and the window.
+/// Groups each plan window's documents by bucket, sorts each bucket by length (then index), fills
+/// batches greedily up to the budget, then shuffles the window's batches under (seed, epoch,
+/// window). Every document of the epoch is in exactly one batch, one document a row. A document
+/// whose own row exceeds the budget is refused with an `InputError` naming it and the window.
 class BucketPlanner {
  public:
   /// A planner over `lengths` with `options`.
@@ -77,10 +77,11 @@ class BucketPlanner {
     const auto order = document_order(lengths_.size(), options_.shuffle, options_.seed, epoch);
     WindowDocuments read = read_window_documents(lengths_, order, options_.window_documents, start);
     auto& documents = read.documents;
-    std::stable_sort(documents.begin(), documents.end(), [&](const auto& a, const auto& b) {
+    std::sort(documents.begin(), documents.end(), [&](const auto& a, const auto& b) {
       const std::size_t bucket_a = bucket(a.length);
       const std::size_t bucket_b = bucket(b.length);
-      return bucket_a != bucket_b ? bucket_a < bucket_b : a.length < b.length;
+      if (bucket_a != bucket_b) return bucket_a < bucket_b;
+      return a.length != b.length ? a.length < b.length : a.document < b.document;
     });
     std::vector<PlannedBatch> batches;
     PlannedBatch open;

@@ -56,10 +56,10 @@ struct MixtureOptions {
 
 /// Where a mixture stands: per-source counts, enough to resume exactly.
 struct MixtureState {
-  std::size_t epoch = 0;              ///< the epoch in progress
-  std::size_t picks = 0;              ///< samples picked in the epoch, all sources together
-  std::vector<std::size_t> consumed;  ///< samples taken from each source in the epoch
-  std::vector<std::uint64_t> tokens;  ///< tokens taken from each source in the epoch
+  std::size_t epoch = 0;                ///< the epoch in progress
+  std::size_t picks = 0;                ///< samples picked in the epoch, all sources together
+  std::vector<std::size_t> consumed{};  ///< samples taken from each source in the epoch
+  std::vector<std::uint64_t> tokens{};  ///< tokens taken from each source in the epoch
 
   friend bool operator==(const MixtureState&, const MixtureState&) = default;
 };

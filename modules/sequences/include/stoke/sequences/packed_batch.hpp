@@ -25,14 +25,14 @@ namespace stoke {
 /// of the row holds the next token of the same segment: 0 at every document end, on padding and
 /// at the row's last slot (with shifted rows of S + 1 slots, the inputs are the first S).
 struct PackedBatch {
-  std::size_t rows = 0;                   ///< rows in the batch
-  std::size_t width = 0;                  ///< slots per row
-  std::vector<std::int32_t> tokens;       ///< rows x width; padding slots hold the pad id
-  std::vector<std::int32_t> segment_ids;  ///< rows x width; 1, 2, ... per row; 0 for padding
-  std::vector<std::int32_t> positions;    ///< rows x width; from 0 at each segment; 0 on padding
-  std::vector<std::int32_t> cu_seqlens;   ///< 0, then the end of each segment (padding included)
-  std::vector<std::uint8_t> loss_mask;    ///< rows x width; 1 where the next slot continues it
-  std::vector<std::size_t> documents;     ///< the document of each segment, in order
+  std::size_t rows = 0;                     ///< rows in the batch
+  std::size_t width = 0;                    ///< slots per row
+  std::vector<std::int32_t> tokens{};       ///< rows x width; padding slots hold the pad id
+  std::vector<std::int32_t> segment_ids{};  ///< rows x width; 1, 2, ... per row; 0 for padding
+  std::vector<std::int32_t> positions{};    ///< rows x width; from 0 at each segment; 0 on padding
+  std::vector<std::int32_t> cu_seqlens{};   ///< 0, then the end of each segment (padding included)
+  std::vector<std::uint8_t> loss_mask{};    ///< rows x width; 1 where the next slot continues it
+  std::vector<std::size_t> documents{};     ///< the document of each segment, in order
 };
 
 /// The tensors of `plan`, reading each piece's tokens from `dataset` (whose items are token

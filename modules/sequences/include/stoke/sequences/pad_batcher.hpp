@@ -17,11 +17,11 @@ namespace stoke {
 
 /// A padded batch: `rows` sequences of `width` slots, row-major, real tokens first.
 struct PaddedBatch {
-  std::size_t rows = 0;               ///< sequences in the batch
-  std::size_t width = 0;              ///< slots per row: the longest, rounded up
-  std::vector<std::int32_t> tokens;   ///< rows x width; padding slots hold the pad id
-  std::vector<std::uint8_t> mask;     ///< rows x width; 1 for a real token, 0 for padding
-  std::vector<std::int32_t> lengths;  ///< real tokens of each row
+  std::size_t rows = 0;                 ///< sequences in the batch
+  std::size_t width = 0;                ///< slots per row: the longest, rounded up
+  std::vector<std::int32_t> tokens{};   ///< rows x width; padding slots hold the pad id
+  std::vector<std::uint8_t> mask{};     ///< rows x width; 1 for a real token, 0 for padding
+  std::vector<std::int32_t> lengths{};  ///< real tokens of each row
 };
 
 /// Pads a batch of token sequences to the longest (rounded up to `multiple`), filling with

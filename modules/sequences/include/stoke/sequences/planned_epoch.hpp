@@ -17,7 +17,7 @@ namespace stoke {
 /// batch (its index in the epoch). A state keeps one, so a resume plans one window.
 struct PlanCursor {
   std::size_t first_batch = 0;  ///< the epoch's index of the window's first batch
-  WindowStart start;            ///< where the window starts
+  WindowStart start{};          ///< where the window starts
   friend bool operator==(const PlanCursor&, const PlanCursor&) = default;
 };
 

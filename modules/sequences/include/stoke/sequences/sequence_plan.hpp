@@ -86,7 +86,7 @@ struct DocumentPiece {
 
 /// One row of a planned batch: the pieces it holds, in order (padding follows them).
 struct PlannedRow {
-  std::vector<DocumentPiece> pieces;  ///< what the row holds, in order
+  std::vector<DocumentPiece> pieces{};  ///< what the row holds, in order
 
   /// Real tokens in the row.
   [[nodiscard]] std::size_t tokens() const noexcept {
@@ -99,8 +99,8 @@ struct PlannedRow {
 
 /// One planned batch: rows of `width` token slots each (real tokens, then padding).
 struct PlannedBatch {
-  std::vector<PlannedRow> rows;  ///< the rows, in order
-  std::size_t width = 0;         ///< token slots of every row, padding included
+  std::vector<PlannedRow> rows{};  ///< the rows, in order
+  std::size_t width = 0;           ///< token slots of every row, padding included
 
   /// Real tokens in the batch.
   [[nodiscard]] std::size_t tokens() const noexcept {
@@ -123,9 +123,9 @@ struct WindowStart {
 
 /// The plan of one window: its batches and where the next window starts.
 struct WindowPlan {
-  std::vector<PlannedBatch> batches;  ///< the window's batches, in order
-  WindowStart next;                   ///< where the next window starts
-  bool last = false;                  ///< whether this is the epoch's last window
+  std::vector<PlannedBatch> batches{};  ///< the window's batches, in order
+  WindowStart next{};                   ///< where the next window starts
+  bool last = false;                    ///< whether this is the epoch's last window
 };
 
 /// A planner of variable-length batches: a pure function from (epoch, window start) to the

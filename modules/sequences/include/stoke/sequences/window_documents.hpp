@@ -23,9 +23,9 @@ struct WindowDocument {
 /// The documents of the window at `start` of `window_documents` positions of the epoch's order,
 /// and where the next window starts (`last` says whether the window ends the epoch).
 struct WindowDocuments {
-  std::vector<WindowDocument> documents;  ///< in order of position
-  WindowStart next;                       ///< the next window
-  bool last = false;                      ///< whether the window ends the epoch
+  std::vector<WindowDocument> documents{};  ///< in order of position
+  WindowStart next{};                       ///< the next window
+  bool last = false;                        ///< whether the window ends the epoch
 };
 
 /// Reads the documents of the window at `start` (see `WindowDocuments`).
