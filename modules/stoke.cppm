@@ -193,6 +193,8 @@ using stoke::FitOptions;
 using stoke::FitPlanner;
 using stoke::make_packed_batch;
 using stoke::Mixture;
+using stoke::mixture_state_format;
+using stoke::mixture_state_from_json;
 using stoke::MixtureOptions;
 using stoke::MixturePick;
 using stoke::MixtureSource;

@@ -93,13 +93,26 @@ TEST(Mixture, ResumesExactlyFromPerSourceCounts) {
   while (const auto pick = mixture.next(state)) whole.emplace_back(pick->source, pick->index);
   auto partial = mixture.start(2);
   for (int i = 0; i < 417; ++i) (void)mixture.next(partial);
-  stoke::MixtureState restored{partial.epoch, partial.picks, partial.consumed, partial.tokens};
+  auto restored = stoke::mixture_state_from_json(stoke::to_json(partial));
+  ASSERT_EQ(restored, partial);
   for (std::size_t k = 417; k < whole.size(); ++k) {
     const auto pick = mixture.next(restored);
     ASSERT_TRUE(pick);
     EXPECT_EQ(std::make_pair(pick->source, pick->index), whole[k]) << "pick " << k;
   }
   EXPECT_FALSE(mixture.next(restored));
+}
+
+TEST(Mixture, RefusesTheStateOfAnotherMixture) {
+  const auto corpora = corpora_of({300, 700}, 4);
+  const stoke::Mixture mixture(corpora.sources({1, 3}), {.samples_per_epoch = 900, .seed = 6});
+  const stoke::Mixture reweighted(corpora.sources({1, 2}), {.samples_per_epoch = 900, .seed = 6});
+  auto state = mixture.start(0);
+  (void)mixture.next(state);
+  EXPECT_THROW((void)reweighted.next(state), stoke::StateError);
+  auto json = stoke::to_json(state);
+  json["consumed"][1] = -1;
+  EXPECT_THROW((void)stoke::mixture_state_from_json(json), stoke::InputError);
 }
 
 TEST(Mixture, ASourceThatRunsOutIsAnErrorNamingItOrWrapsOrStops) {

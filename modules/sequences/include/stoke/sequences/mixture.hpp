@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -60,6 +61,7 @@ struct MixtureState {
   std::size_t picks = 0;                ///< samples picked in the epoch, all sources together
   std::vector<std::size_t> consumed{};  ///< samples taken from each source in the epoch
   std::vector<std::uint64_t> tokens{};  ///< tokens taken from each source in the epoch
+  std::uint64_t fingerprint = 0;        ///< checked on use: the same mixture (0: not checked)
 
   friend bool operator==(const MixtureState&, const MixtureState&) = default;
 };
@@ -92,12 +94,13 @@ class Mixture {
           "stoke: a mixture without samples_per_epoch must end when a source stops "
           "(SourceExhaustion::stop)");
     }
+    fingerprint_ = compute_fingerprint();
   }
 
   /// The state at the start of `epoch`.
   [[nodiscard]] MixtureState start(std::size_t epoch) const {
     return MixtureState{epoch, 0, std::vector<std::size_t>(sources_.size(), 0),
-                        std::vector<std::uint64_t>(sources_.size(), 0)};
+                        std::vector<std::uint64_t>(sources_.size(), 0), fingerprint()};
   }
 
   /// The next pick after `state`, which it advances; nothing at the epoch's end.
@@ -129,8 +132,17 @@ class Mixture {
     return pick;
   }
 
-  /// Identifies the mixture's parameters and sources, checked when a state is restored.
-  [[nodiscard]] std::uint64_t fingerprint() const {
+  /// Identifies the mixture's parameters and sources, checked when a state is used.
+  [[nodiscard]] std::uint64_t fingerprint() const noexcept { return fingerprint_; }
+
+  /// The sources.
+  [[nodiscard]] const std::vector<MixtureSource>& sources() const noexcept { return sources_; }
+  /// The sum of the weights.
+  [[nodiscard]] std::uint64_t total_weight() const noexcept { return total_weight_; }
+
+ private:
+  /// The fingerprint of the sources (their lengths' fingerprints and weights) and options.
+  [[nodiscard]] std::uint64_t compute_fingerprint() const {
     std::uint64_t hash = mix64(0x4D495854ull + sources_.size());  // "MIXT"
     for (const auto& source : sources_) {
       hash = mix64(hash ^ source.lengths.fingerprint());
@@ -145,14 +157,14 @@ class Mixture {
     return hash;
   }
 
-  /// The sources.
-  [[nodiscard]] const std::vector<MixtureSource>& sources() const noexcept { return sources_; }
-  /// The sum of the weights.
-  [[nodiscard]] std::uint64_t total_weight() const noexcept { return total_weight_; }
-
- private:
-  /// A state of another mixture (another number of sources) is refused.
+  /// A state of another mixture (another fingerprint or number of sources) is refused.
   void check(const MixtureState& state) const {
+    if (state.fingerprint != 0 && state.fingerprint != fingerprint_) {
+      throw StateError("stoke: the mixture state's fingerprint " +
+                       std::to_string(state.fingerprint) + " is not this mixture's (" +
+                       std::to_string(fingerprint_) +
+                       "): other sources, weights, unit, exhaustion policy, epoch length or seed");
+    }
     if (state.consumed.size() != sources_.size() || state.tokens.size() != sources_.size()) {
       throw StateError("stoke: a mixture state of " + std::to_string(state.consumed.size()) +
                        " sources, for a mixture of " + std::to_string(sources_.size()));
@@ -185,6 +197,51 @@ class Mixture {
   std::vector<MixtureSource> sources_;
   MixtureOptions options_;
   std::uint64_t total_weight_ = 0;
+  std::uint64_t fingerprint_ = 0;
 };
+
+/// The format a mixture state's JSON says it is in.
+inline constexpr const char* mixture_state_format = "stoke.mixture_state.v1";
+
+/// The state as JSON.
+inline nlohmann::json to_json(const MixtureState& state) {
+  return {{"format", mixture_state_format}, {"epoch", state.epoch},
+          {"picks", state.picks},           {"consumed", state.consumed},
+          {"tokens", state.tokens},         {"fingerprint", state.fingerprint}};
+}
+
+/// Reads a mixture state from JSON; a missing or ill-typed field is an `InputError` naming it
+/// and `where`.
+inline MixtureState mixture_state_from_json(const nlohmann::json& json,
+                                            const std::string& where = "mixture state") {
+  const JsonFields fields(json, where);
+  if (fields.at("format") != mixture_state_format) {
+    throw InputError("stoke: " + where + " has format " + json_excerpt(fields.at("format")) +
+                     ", expected \"" + mixture_state_format + "\"");
+  }
+  MixtureState state{.epoch = fields.size("epoch"),
+                     .picks = fields.size("picks"),
+                     .fingerprint = fields.count("fingerprint")};
+  for (const char* name : {"consumed", "tokens"}) {
+    const nlohmann::json& counts = fields.at(name);
+    if (!counts.is_array()) {
+      throw InputError("stoke: " + where + " field \"" + name +
+                       "\" is not an array: " + json_excerpt(counts));
+    }
+    for (std::size_t i = 0; i < counts.size(); ++i) {
+      if (!counts[i].is_number_unsigned()) {
+        throw InputError("stoke: " + where + " field \"" + name + "\" element " +
+                         std::to_string(i) + " is not a count: " + json_excerpt(counts[i]));
+      }
+      const auto value = counts[i].get<std::uint64_t>();
+      if (std::string_view(name) == "consumed") {
+        state.consumed.push_back(static_cast<std::size_t>(value));
+      } else {
+        state.tokens.push_back(value);
+      }
+    }
+  }
+  return state;
+}
 
 }  // namespace stoke
