@@ -235,3 +235,41 @@ TEST(PlanShare, TheEpochsEndStartsTheNextEpochInTheState) {
 }
 
 }  // namespace
+
+namespace {
+
+// The book's walkthrough (book/docs/sequences.md): a packed epoch split over two devices,
+// interrupted, and resumed onto three.
+TEST(PlanShare, BookWalkthroughPacksSplitsAndResumesOntoMoreDevices) {
+  const TokenCorpus corpus(random_lengths(1000, 300, 1));
+  // --8<-- [start:pack]
+  // Documents of the corpus, concatenated in the epoch's order and cut into rows of 128 tokens
+  // (plus the last input's target), 8 rows a batch, planned 64 batches at a time.
+  const stoke::ConcatPlanner planner(corpus.lengths(), {.sequence_length = 128,
+                                                        .shifted = true,
+                                                        .rows_per_batch = 8,
+                                                        .window_batches = 64,
+                                                        .seed = 42});
+  // Device 1 of 2: batches 1, 3, 5, ... of the epoch's plan; the last round padded.
+  stoke::PlanShare<stoke::ConcatPlanner> device(planner, 2, 1, stoke::Remainder::pad);
+  const auto first = device.next();
+  const stoke::PackedBatch packed = stoke::make_packed_batch(first->batch, corpus, /*pad_id=*/0);
+  // packed.tokens, .segment_ids, .positions, .cu_seqlens and .loss_mask are 8 x 129 slots.
+  // --8<-- [end:pack]
+  EXPECT_EQ(packed.tokens.size(), 8u * 129u);
+  EXPECT_EQ(first->epoch_batch, 1u);
+  for (int i = 0; i < 9; ++i) (void)device.next();
+  // --8<-- [start:resume]
+  // Both devices delivered 10 batches: the state says 20 batches of the epoch were consumed,
+  // and which plan window holds batch 20; it is the same on every device.
+  const stoke::SequencePlanState state = device.state();
+  const nlohmann::json saved = stoke::to_json(state);  // into the checkpoint
+  // Resumed onto three devices: device 0 goes on with batch 20, 23, 26, ...
+  stoke::PlanShare<stoke::ConcatPlanner> resumed(planner, 3, 0, stoke::Remainder::pad,
+                                                 stoke::sequence_plan_state_from_json(saved));
+  // --8<-- [end:resume]
+  EXPECT_EQ(state.consumed, 20u);
+  EXPECT_EQ(resumed.next()->epoch_batch, 20u);
+}
+
+}  // namespace
