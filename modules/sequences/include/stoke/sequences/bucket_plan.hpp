@@ -70,6 +70,7 @@ class BucketPlanner {
     if (!std::is_sorted(options_.boundaries.begin(), options_.boundaries.end())) {
       throw UsageError("stoke: bucket boundaries must ascend");
     }
+    fingerprint_ = compute_fingerprint();
   }
 
   /// The plan of the window at `start` of `epoch`.
@@ -116,8 +117,15 @@ class BucketPlanner {
     return out;
   }
 
-  /// Identifies the plan's parameters and lengths.
-  [[nodiscard]] std::uint64_t fingerprint() const {
+  /// Identifies the plan's parameters and lengths (computed once, when the planner is made).
+  [[nodiscard]] std::uint64_t fingerprint() const noexcept { return fingerprint_; }
+
+  /// The options the planner was made with.
+  [[nodiscard]] const BucketOptions& options() const noexcept { return options_; }
+
+ private:
+  /// The fingerprint of the options and of a sample of the lengths.
+  [[nodiscard]] std::uint64_t compute_fingerprint() const {
     std::uint64_t hash = plan_fingerprint(
         0x4255434Bull,  // "BUCK"
         lengths_,
@@ -128,10 +136,6 @@ class BucketPlanner {
     return hash;
   }
 
-  /// The options the planner was made with.
-  [[nodiscard]] const BucketOptions& options() const noexcept { return options_; }
-
- private:
   [[nodiscard]] std::size_t bucket(std::size_t length) const noexcept {
     return static_cast<std::size_t>(
         std::lower_bound(options_.boundaries.begin(), options_.boundaries.end(), length) -
@@ -145,6 +149,7 @@ class BucketPlanner {
 
   DocumentLengths lengths_;
   BucketOptions options_;
+  std::uint64_t fingerprint_ = 0;
 };
 
 }  // namespace stoke

@@ -40,6 +40,7 @@ class ConcatPlanner {
     if (options_.sequence_length == 0) throw UsageError("stoke: pack needs a sequence length");
     if (options_.rows_per_batch == 0) throw UsageError("stoke: pack needs a row per batch");
     if (options_.window_batches == 0) throw UsageError("stoke: pack needs a window");
+    fingerprint_ = compute_fingerprint();
   }
 
   /// The plan of the window at `start` of `epoch`: `window_batches` batches of the stream from
@@ -66,8 +67,15 @@ class ConcatPlanner {
     return out;
   }
 
-  /// Identifies the plan's parameters and lengths.
-  [[nodiscard]] std::uint64_t fingerprint() const {
+  /// Identifies the plan's parameters and lengths (computed once, when the planner is made).
+  [[nodiscard]] std::uint64_t fingerprint() const noexcept { return fingerprint_; }
+
+  /// The options the planner was made with.
+  [[nodiscard]] const ConcatOptions& options() const noexcept { return options_; }
+
+ private:
+  /// The fingerprint of the options and of a sample of the lengths.
+  [[nodiscard]] std::uint64_t compute_fingerprint() const {
     return plan_fingerprint(
         0x434F4E43ull,  // "CONC"
         lengths_,
@@ -76,10 +84,6 @@ class ConcatPlanner {
          std::uint64_t{options_.shuffle}, options_.seed});
   }
 
-  /// The options the planner was made with.
-  [[nodiscard]] const ConcatOptions& options() const noexcept { return options_; }
-
- private:
   /// A place in the stream: token `token` of the document at `position` of the order.
   struct Cursor {
     std::size_t position = 0;
@@ -125,6 +129,7 @@ class ConcatPlanner {
 
   DocumentLengths lengths_;
   ConcatOptions options_;
+  std::uint64_t fingerprint_ = 0;
 };
 
 }  // namespace stoke

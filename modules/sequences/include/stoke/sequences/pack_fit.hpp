@@ -51,6 +51,7 @@ class FitPlanner {
     if (options_.sequence_length == 0) throw UsageError("stoke: pack needs a sequence length");
     if (options_.rows_per_batch == 0) throw UsageError("stoke: pack needs a row per batch");
     if (options_.window_documents == 0) throw UsageError("stoke: pack needs a window");
+    fingerprint_ = compute_fingerprint();
   }
 
   /// The plan of the window at `start` of `epoch`.
@@ -73,8 +74,15 @@ class FitPlanner {
     return out;
   }
 
-  /// Identifies the plan's parameters and lengths.
-  [[nodiscard]] std::uint64_t fingerprint() const {
+  /// Identifies the plan's parameters and lengths (computed once, when the planner is made).
+  [[nodiscard]] std::uint64_t fingerprint() const noexcept { return fingerprint_; }
+
+  /// The options the planner was made with.
+  [[nodiscard]] const FitOptions& options() const noexcept { return options_; }
+
+ private:
+  /// The fingerprint of the options and of a sample of the lengths.
+  [[nodiscard]] std::uint64_t compute_fingerprint() const {
     return plan_fingerprint(
         0x46495450ull,  // "FITP"
         lengths_,
@@ -83,10 +91,6 @@ class FitPlanner {
          static_cast<std::uint64_t>(options_.fit), static_cast<std::uint64_t>(options_.oversize)});
   }
 
-  /// The options the planner was made with.
-  [[nodiscard]] const FitOptions& options() const noexcept { return options_; }
-
- private:
   /// The rows of one window's documents, in order of opening.
   [[nodiscard]] std::vector<PlannedRow> pack(const std::vector<WindowDocument>& documents,
                                              std::size_t window) const {
@@ -137,6 +141,7 @@ class FitPlanner {
 
   DocumentLengths lengths_;
   FitOptions options_;
+  std::uint64_t fingerprint_ = 0;
 };
 
 }  // namespace stoke
