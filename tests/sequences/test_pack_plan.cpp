@@ -118,6 +118,27 @@ TEST(FitPlanner, OversizeSplitCutsFullRowsAndRefuseNamesTheDocument) {
   }
 }
 
+TEST(MakePackedBatch, RefusesAPieceLongerThanItsDocumentAndARowOverItsWidth) {
+  const TokenCorpus corpus({3, 5});
+  stoke::PlannedBatch too_long{.rows = {stoke::PlannedRow{{{0, 0, 4}}}}, .width = 8};
+  EXPECT_THROW((void)stoke::make_packed_batch(too_long, corpus), stoke::InputError);
+  stoke::PlannedBatch too_wide{.rows = {stoke::PlannedRow{{{0, 0, 3}, {1, 0, 5}}}}, .width = 7};
+  EXPECT_THROW((void)stoke::make_packed_batch(too_wide, corpus), stoke::UsageError);
+}
+
+TEST(DocumentLengths, ANegativeLengthNamesTheDocumentWhenRead) {
+  const std::vector<std::int32_t> lengths{3, -2};
+  const stoke::DocumentLengths read(lengths);
+  EXPECT_EQ(read(0), 3u);
+  try {
+    (void)read(1);
+    FAIL() << "a negative length was read";
+  } catch (const stoke::InputError& error) {
+    EXPECT_NE(std::string(error.what()).find("document 1 has a negative length"),
+              std::string::npos);
+  }
+}
+
 TEST(ConcatPlanner, EveryTokenIsTheInputOfOneRowOverManyCorpora) {
   for (std::uint64_t seed = 0; seed < 24; ++seed) {
     const std::size_t s = 4 + seed % 6 * 5;

@@ -8,8 +8,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
+#include <stoke/core/error.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/sequences/sequence_plan.hpp>
 #include <stoke/sequences/token_span.hpp>
@@ -58,6 +60,13 @@ template <Dataset S>
     for (const DocumentPiece& piece : plan.rows[row].pieces) {
       const auto item = dataset.get(piece.document);
       const std::span<const std::int32_t> tokens = piece_tokens(item, piece);
+      if (filled + tokens.size() > out.width) {
+        throw UsageError("stoke: row " + std::to_string(row) +
+                         " of the planned batch holds more "
+                         "than its " +
+                         std::to_string(out.width) + " slots (document " +
+                         std::to_string(piece.document) + ")");
+      }
       ++segment;
       for (std::size_t t = 0; t < tokens.size(); ++t) {
         const std::size_t slot = base + filled + t;

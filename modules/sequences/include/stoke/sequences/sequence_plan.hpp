@@ -30,17 +30,16 @@ namespace stoke {
 /// `length(i)` (for lengths read on demand, such as a token store's document index).
 class DocumentLengths {
  public:
-  /// The lengths in `lengths` (not copied: the span must outlive every copy).
+  /// The lengths in `lengths` (not copied: the span must outlive every copy). A negative length
+  /// is an `InputError` naming the document when it is read (they are not all read up front).
   DocumentLengths(std::span<const std::int32_t> lengths)  // NOLINT(google-explicit-constructor)
-      : count_(lengths.size()),
-        length_([lengths](std::size_t i) { return static_cast<std::size_t>(lengths[i]); }) {
-    for (std::size_t i = 0; i < lengths.size(); ++i) {
-      if (lengths[i] < 0) {
-        throw InputError("stoke: document " + std::to_string(i) + " has a negative length (" +
-                         std::to_string(lengths[i]) + ")");
-      }
-    }
-  }
+      : count_(lengths.size()), length_([lengths](std::size_t i) {
+          if (lengths[i] < 0) {
+            throw InputError("stoke: document " + std::to_string(i) + " has a negative length (" +
+                             std::to_string(lengths[i]) + ")");
+          }
+          return static_cast<std::size_t>(lengths[i]);
+        }) {}
   /// The lengths in `lengths`, kept by this value (and shared by its copies).
   DocumentLengths(std::vector<std::int32_t> lengths)  // NOLINT(google-explicit-constructor)
       : DocumentLengths(std::make_shared<const std::vector<std::int32_t>>(std::move(lengths))) {}
