@@ -102,12 +102,16 @@ class ConcatPlanner {
     }
   }
 
-  /// Moves `at` on by `count` tokens of the stream.
-  void advance(const EpochOrder& order, Cursor& at, std::size_t count) const {
+  /// Moves `at` on by `count` tokens of the stream (fewer at the epoch's end), appending the
+  /// pieces it passes to `pieces` when given.
+  void advance(const EpochOrder& order, Cursor& at, std::size_t count,
+               std::vector<DocumentPiece>* pieces = nullptr) const {
     while (count > 0 && !ended(at)) {
-      const std::size_t step = std::min(count, lengths_(order(at.position)) - at.token);
-      at.token += step;
-      count -= step;
+      const std::size_t document = order(at.position);
+      const std::size_t taken = std::min(count, lengths_(document) - at.token);
+      if (pieces != nullptr) pieces->push_back({document, at.token, at.token + taken});
+      at.token += taken;
+      count -= taken;
       skip_finished(order, at);
     }
   }
@@ -116,14 +120,7 @@ class ConcatPlanner {
   [[nodiscard]] std::vector<DocumentPiece> read(const EpochOrder& order, Cursor at,
                                                 std::size_t count) const {
     std::vector<DocumentPiece> pieces;
-    while (count > 0 && !ended(at)) {
-      const std::size_t document = order(at.position);
-      const std::size_t step = std::min(count, lengths_(document) - at.token);
-      pieces.push_back({document, at.token, at.token + step});
-      at.token += step;
-      count -= step;
-      skip_finished(order, at);
-    }
+    advance(order, at, count, &pieces);
     return pieces;
   }
 
