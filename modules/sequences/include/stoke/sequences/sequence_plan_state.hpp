@@ -26,7 +26,7 @@ struct SequencePlanState {
   std::size_t epoch = 0;          ///< the epoch in progress (or next to start)
   std::size_t consumed = 0;       ///< batches of `epoch` already delivered
   PlanCursor cursor{};            ///< the plan window holding batch `consumed`
-  std::uint64_t fingerprint = 0;  ///< checked on restore: the same plan (parameters, seed, lengths)
+  std::uint64_t fingerprint = 0;  ///< checked on restore: the same plan (0: not checked)
 
   friend bool operator==(const SequencePlanState&, const SequencePlanState&) = default;
 };
