@@ -9,9 +9,9 @@
 #include <stoke/sequences/pack_fit.hpp>
 #include <stoke/sequences/packed_batch.hpp>
 #include <stoke/sequences/pad_batcher.hpp>
+#include <stoke/sequences/piece_tokens.hpp>
 #include <stoke/sequences/plan_share.hpp>
 #include <stoke/sequences/planned_epoch.hpp>
 #include <stoke/sequences/sequence_plan.hpp>
 #include <stoke/sequences/sequence_plan_state.hpp>
-#include <stoke/sequences/token_span.hpp>
 #include <stoke/sequences/window_documents.hpp>

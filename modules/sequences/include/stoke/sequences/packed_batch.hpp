@@ -13,8 +13,8 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/dataset.hpp>
+#include <stoke/sequences/piece_tokens.hpp>
 #include <stoke/sequences/sequence_plan.hpp>
-#include <stoke/sequences/token_span.hpp>
 
 namespace stoke {
 

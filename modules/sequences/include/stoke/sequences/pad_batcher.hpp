@@ -10,7 +10,7 @@
 #include <span>
 #include <vector>
 
-#include <stoke/sequences/token_span.hpp>
+#include <stoke/sequences/piece_tokens.hpp>
 #include <stoke/sequences/window_documents.hpp>
 
 namespace stoke {
