@@ -196,6 +196,7 @@ using stoke::Mixture;
 using stoke::mixture_state_format;
 using stoke::mixture_state_from_json;
 using stoke::MixtureOptions;
+using stoke::MixturePhase;
 using stoke::MixturePick;
 using stoke::MixtureSource;
 using stoke::MixtureState;

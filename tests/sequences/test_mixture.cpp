@@ -103,6 +103,57 @@ TEST(Mixture, ResumesExactlyFromPerSourceCounts) {
   EXPECT_FALSE(mixture.next(restored));
 }
 
+TEST(Mixture, EveryPrefixOfEachPhaseOfAScheduleIsWithinOneSampleOfItsWeights) {
+  const auto corpora = corpora_of({5000, 5000, 5000}, 13);
+  const std::vector<stoke::MixturePhase> schedule{{.from_pick = 1000, .weights = {1, 0, 4}},
+                                                  {.from_pick = 2500, .weights = {2, 5, 1}}};
+  const stoke::Mixture mixture(corpora.sources({3, 2, 1}),
+                               {.samples_per_epoch = 4000, .seed = 2, .schedule = schedule});
+  const auto phase_weights = [&](std::size_t pick) {
+    if (pick >= 2500) return schedule[1].weights;
+    if (pick >= 1000) return schedule[0].weights;
+    return std::vector<std::uint64_t>{3, 2, 1};
+  };
+  auto state = mixture.start(0);
+  std::vector<std::size_t> at_phase_start(3, 0);
+  std::size_t phase_first = 0;
+  std::vector<std::pair<std::size_t, std::size_t>> whole;
+  while (const auto pick = mixture.next(state)) {
+    whole.emplace_back(pick->source, pick->index);
+    const std::size_t pick_number = state.picks - 1;
+    if (pick_number == 1000 || pick_number == 2500) {
+      phase_first = pick_number;
+      at_phase_start = state.consumed;
+      --at_phase_start[pick->source];
+    }
+    const auto weights = phase_weights(pick_number);
+    const double total = static_cast<double>(weights[0] + weights[1] + weights[2]);
+    const double in_phase = static_cast<double>(state.picks - phase_first);
+    for (std::size_t i = 0; i < 3; ++i) {
+      const double share = static_cast<double>(weights[i]) * in_phase / total;
+      ASSERT_LE(std::abs(static_cast<double>(state.consumed[i] - at_phase_start[i]) - share), 1.0)
+          << "source " << i << " after " << state.picks << " picks";
+    }
+  }
+  ASSERT_EQ(whole.size(), 4000u);
+  // Resumed from JSON in each phase, the picks go on as they did.
+  for (const std::size_t stop : {700u, 1000u, 1800u, 3100u}) {
+    auto partial = mixture.start(0);
+    for (std::size_t k = 0; k < stop; ++k) (void)mixture.next(partial);
+    auto restored = stoke::mixture_state_from_json(stoke::to_json(partial));
+    ASSERT_EQ(restored, partial);
+    for (std::size_t k = stop; k < whole.size(); ++k) {
+      const auto pick = mixture.next(restored);
+      ASSERT_TRUE(pick);
+      ASSERT_EQ(std::make_pair(pick->source, pick->index), whole[k]) << "pick " << k;
+    }
+  }
+  EXPECT_THROW(
+      stoke::Mixture(corpora.sources({1, 1, 1}),
+                     {.samples_per_epoch = 10, .schedule = {{.from_pick = 5, .weights = {1, 1}}}}),
+      stoke::UsageError);
+}
+
 TEST(Mixture, RefusesTheStateOfAnotherMixture) {
   const auto corpora = corpora_of({300, 700}, 4);
   const stoke::Mixture mixture(corpora.sources({1, 3}), {.samples_per_epoch = 900, .seed = 6});
