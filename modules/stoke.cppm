@@ -180,6 +180,57 @@ using stoke::UploadClassification;
 using stoke::UploadHostBytes;
 }  // namespace stoke
 
+// Variable-length samples: pad, pack and bucket plans per plan window, their shares, mixtures.
+export namespace stoke {
+using stoke::BucketCost;
+using stoke::BucketOptions;
+using stoke::BucketPlanner;
+using stoke::ConcatOptions;
+using stoke::ConcatPlanner;
+using stoke::count_planned_batches;
+using stoke::document_order;
+using stoke::DocumentLengths;
+using stoke::DocumentPiece;
+using stoke::estimate_bucket_boundaries;
+using stoke::FitOptions;
+using stoke::FitPlanner;
+using stoke::make_packed_batch;
+using stoke::Mixture;
+using stoke::mixture_state_format;
+using stoke::mixture_state_from_json;
+using stoke::MixtureOptions;
+using stoke::MixturePhase;
+using stoke::MixturePick;
+using stoke::MixtureSource;
+using stoke::MixtureState;
+using stoke::MixtureUnit;
+using stoke::Oversize;
+using stoke::PackedBatch;
+using stoke::PackFit;
+using stoke::PadBatcher;
+using stoke::PaddedBatch;
+using stoke::piece_tokens;
+using stoke::plan_fingerprint;
+using stoke::PlanCursor;
+using stoke::PlannedBatch;
+using stoke::PlannedEpoch;
+using stoke::PlannedRow;
+using stoke::PlanShare;
+using stoke::read_window_documents;
+using stoke::round_up_to_multiple;
+using stoke::sequence_plan_state_format;
+using stoke::sequence_plan_state_from_json;
+using stoke::SequencePlanState;
+using stoke::ShareBatch;
+using stoke::SourceExhaustion;
+using stoke::TokenSequence;
+using stoke::WindowDocument;
+using stoke::WindowDocuments;
+using stoke::WindowPlan;
+using stoke::WindowPlanner;
+using stoke::WindowStart;
+}  // namespace stoke
+
 // Dataset sources.
 export namespace stoke {
 using stoke::ArrayDataset;
