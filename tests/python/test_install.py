@@ -43,3 +43,19 @@ def test_the_wheel_from_the_sdist_works_in_a_new_environment(tmp_path_factory):
     out = run([python, "-I", "install_smoke.py"], work, 120)
     print(out)
     assert out.strip().endswith("install smoke: ok"), out
+
+
+def test_features_say_what_a_build_lacks_and_how_to_get_it(monkeypatch):
+    import stoke_loader as sl
+    import stoke_loader.features as features
+
+    monkeypatch.setattr(sl._native, "has_hdf5", False)
+    monkeypatch.setattr(sl._native, "has_images", True)
+    assert features.available() == {"hdf5": False, "images": True}
+    hdf5, images = features.describe().splitlines()
+    assert images.startswith("images: yes (")
+    assert hdf5.startswith("hdf5: no. stoke_loader was built without HDF5")
+    assert "apt install libhdf5-dev" in hdf5
+    assert "pip install --force-reinstall --no-cache-dir" in hdf5
+    monkeypatch.setattr(sl._native, "has_images", False)
+    assert "apt install pkg-config libturbojpeg0-dev" in features.describe().splitlines()[1]
