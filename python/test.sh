@@ -72,8 +72,8 @@ for path in [p for p in tree.rglob("*") if p.is_file() and p not in kept]:
 PY
   # The wheel, from that tree: CMake sees only what the sdist carries (its stoke/ headers; the
   # tree is no repository). No build isolation: the build tools come from .tools/venv
-  # (scripts/setup), not the network. --no-cache-dir: pip would otherwise keep the wheel in its
-  # cache and could hand it back for a changed tree.
+  # (scripts/setup), not the network. --no-cache-dir: nothing of it goes into pip's cache (pip
+  # keys a wheel it caches by the path it was built from, which stays the same).
   rm -rf "$wheels"
   nice "$python" -m pip wheel --no-build-isolation --no-deps --no-cache-dir -w "$wheels" \
     --config-settings=build-dir="$root/build/python/sdist-{wheel_tag}" "$tree" >"$log" 2>&1 ||
