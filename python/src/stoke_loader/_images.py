@@ -8,13 +8,14 @@ import os
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
 from . import _native
-from ._sources import NotBuiltError, PathLike
+from ._sources import _REINSTALL, NotBuiltError, PathLike
 
 Normalize = tuple[Union[float, Sequence[float]], Union[float, Sequence[float]]]
 
 _NO_IMAGES = ("stoke_loader was built without images: libturbojpeg, libjpeg or libpng was not "
-              "found when it was built. Install them (apt install libturbojpeg0-dev "
-              "libjpeg62-turbo-dev libpng-dev) and reinstall stoke_loader")
+              "found when it was built. To read image folders and tar shards, install them "
+              "(Debian: apt install pkg-config libturbojpeg0-dev libjpeg62-turbo-dev "
+              "libpng-dev), " + _REINSTALL)
 
 
 class _ImageColumn:

@@ -164,9 +164,15 @@ def shards(source: Union[PathLike, Iterable[PathLike]], *, pattern: Optional[str
                      f"variable=), not '{suffix}' files")
 
 
+# How a user gets an optional part that a build lacked: pip caches the wheel it built from an
+# sdist (keyed by the sdist's name and place), so a plain reinstall would not build again.
+_REINSTALL = ("then reinstall stoke_loader so that it is built again: pip install "
+              "--force-reinstall --no-cache-dir stoke_loader-<version>.tar.gz (without "
+              "--no-cache-dir pip reuses the wheel it built before)")
+
 _NO_HDF5 = ("stoke_loader was built without HDF5: libhdf5 was not found when it was built. "
-            "Install it (apt install libhdf5-dev) and reinstall stoke_loader to read HDF5 and "
-            "NetCDF-4 variables")
+            "To read HDF5 and NetCDF-4 variables, install it (Debian: apt install "
+            "libhdf5-dev), " + _REINSTALL)
 
 
 class Hdf5Column(_NativeColumnSource):
