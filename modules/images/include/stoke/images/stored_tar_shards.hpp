@@ -61,9 +61,9 @@ class StoredTarShards {
     s.size = s.begins.back();
     s.begins.pop_back();
     s.manifest = std::move(manifest);
-    s.cache = std::make_unique<ShardCache<Shard>>(
+    s.cache = std::make_unique<ShardCache<FetchedShard>>(
         s.manifest.size(), [&s](std::size_t k) { return s.load(k); },
-        [](const Shard& shard) { return shard.bytes->size(); }, cache);
+        [](const FetchedShard& shard) { return shard.bytes->size(); }, cache);
   }
 
   /// Samples in all shards.
@@ -100,7 +100,7 @@ class StoredTarShards {
 
  private:
   /// A fetched shard: its bytes and its samples.
-  struct Shard {
+  struct FetchedShard {
     std::shared_ptr<const std::vector<std::byte>> bytes;
     std::vector<detail::WebDatasetSample> samples;
     std::string name;
@@ -112,14 +112,14 @@ class StoredTarShards {
     std::vector<StoredShard> manifest;
     std::vector<std::size_t> begins;
     std::size_t size = 0;
-    std::unique_ptr<ShardCache<Shard>> cache;
+    std::unique_ptr<ShardCache<FetchedShard>> cache;
 
-    Shard load(std::size_t k) const {
+    FetchedShard load(std::size_t k) const {
       const StoredShard& expected = manifest[k];
-      Shard shard{std::make_shared<const std::vector<std::byte>>(
-                      store->read(expected.key, storage::FetchContext{.shard = k})),
-                  {},
-                  store->describe(expected.key)};
+      FetchedShard shard{std::make_shared<const std::vector<std::byte>>(
+                             store->read(expected.key, storage::FetchContext{.shard = k})),
+                         {},
+                         store->describe(expected.key)};
       if (shard.bytes->size() != expected.bytes) {
         throw InputError("stoke: tar " + shard.name + " has " +
                          std::to_string(shard.bytes->size()) + " bytes; the manifest says " +
@@ -136,15 +136,15 @@ class StoredTarShards {
   };
 
   /// The shard of sample `index`, acquired, and the sample in it.
-  [[nodiscard]] std::pair<std::shared_ptr<const Shard>, const detail::WebDatasetSample*> find(
-      std::size_t index) const {
+  [[nodiscard]] std::pair<std::shared_ptr<const FetchedShard>, const detail::WebDatasetSample*>
+  find(std::size_t index) const {
     stoke::check_index(index, size(), "StoredTarShards");
     const auto& begins = shared_->begins;
     const std::size_t k =
         static_cast<std::size_t>(std::upper_bound(begins.begin(), begins.end(), index) -
                                  begins.begin()) -
         1;
-    std::shared_ptr<const Shard> shard = shared_->cache->acquire(k);
+    std::shared_ptr<const FetchedShard> shard = shared_->cache->acquire(k);
     const detail::WebDatasetSample* sample = &shard->samples[index - begins[k]];
     return {std::move(shard), sample};
   }
