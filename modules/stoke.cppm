@@ -24,7 +24,6 @@ export module stoke;
 
 // The core: devices, backends, collectives, staging, errors, counter-based random numbers.
 export namespace stoke {
-using stoke::AdamHyperparameters;
 using stoke::all_gather;
 using stoke::AnyCollective;
 using stoke::Backend;
@@ -46,34 +45,39 @@ using stoke::InputError;
 using stoke::json_excerpt;
 using stoke::json_excerpt_chars;
 using stoke::JsonFields;
-using stoke::max_softmax_classes;
 using stoke::mix64;
-using stoke::OptimizerStepShape;
 using stoke::pageable_memory;
 using stoke::PageableMemory;
 using stoke::parameter_shard;
 using stoke::ParameterShard;
 using stoke::philox4x32;
-using stoke::read_on_device;
 using stoke::read_whole_file;
-using stoke::reduced_tail;
 using stoke::SampleRng;
-using stoke::SgdHyperparameters;
 using stoke::SharedMemoryCollective;
-using stoke::SoftmaxShape;
 using stoke::Staged;
 using stoke::stager_t;
 using stoke::StagingBackend;
 using stoke::StateError;
+using stoke::TimeoutError;
+using stoke::UsageError;
+}  // namespace stoke
+// --8<-- [end:wrapper]
+
+// The learner's kernel contract: what the device models' kernels take (stoke::learner_kernels).
+export namespace stoke {
+using stoke::AdamHyperparameters;
+using stoke::max_softmax_classes;
+using stoke::OptimizerStepShape;
+using stoke::read_on_device;
+using stoke::reduced_tail;
+using stoke::SgdHyperparameters;
+using stoke::SoftmaxShape;
 using stoke::step_table;
 using stoke::step_table_floats;
 using stoke::step_table_header;
 using stoke::step_table_row;
 using stoke::StepScalars;
-using stoke::TimeoutError;
-using stoke::UsageError;
 }  // namespace stoke
-// --8<-- [end:wrapper]
 
 // Element-wise float arithmetic with the same bits on every instruction set (the optimizers').
 export namespace stoke::exact {

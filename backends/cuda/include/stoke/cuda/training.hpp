@@ -18,8 +18,6 @@
 #include <cuda_runtime_api.h>
 
 #include <stoke/core/device.hpp>
-#include <stoke/core/device_training.hpp>
-#include <stoke/core/device_training_checks.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
@@ -28,6 +26,8 @@
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/cuda/runtime.hpp>
 #include <stoke/cuda/stager.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/device_training_checks.hpp>
 
 /// Device-resident training on CUDA: what `cuda::Backend` offers as a `stoke::DeviceBackend`.
 /// Tensors are `Buffer`s; every operation runs on the device's compute stream (the batchers

@@ -12,11 +12,11 @@
 #include <vector>
 
 #include <stoke/core/backend.hpp>
-#include <stoke/core/device_training.hpp>
-#include <stoke/core/device_training_checks.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/learner/device_backend.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/device_training_checks.hpp>
 #include <stoke/learner/model/mlp.hpp>
 #include <stoke/learner/parameter_layout.hpp>
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/core/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/exact_arithmetic.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include <stoke/core/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/exact_arithmetic.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
