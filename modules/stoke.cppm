@@ -83,7 +83,6 @@ using stoke::StepScalars;
 export namespace stoke::exact {
 using stoke::exact::add;
 using stoke::exact::div;
-using stoke::exact::lanes;
 using stoke::exact::load;
 using stoke::exact::mul;
 using stoke::exact::Packet;
@@ -95,6 +94,7 @@ using stoke::exact::sqrt;
 using stoke::exact::store;
 using stoke::exact::sub;
 using stoke::exact::whole_packets;
+using stoke::exact::width;
 }  // namespace stoke::exact
 
 // The data module: datasets, batchers, loaders, order, splitting, state, device prefetch.
