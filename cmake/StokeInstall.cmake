@@ -42,12 +42,14 @@ function(_stoke_check_link_packages target)
   endforeach()
 endfunction()
 
-# stoke::stoke (with stoke::core and stoke::cpu) and the learner: always installed, in export
-# set stoke-targets. Each target's headers are its FILE_SET HEADERS, installed under include/
-# as they lie under the set's base directories (so the tree mirrors `#include <stoke/...>`).
-install(TARGETS stoke stoke_core stoke_cpu stoke_learner EXPORT stoke-targets
+# stoke::stoke (with stoke::core and stoke::cpu) and the learner (with its kernel contract,
+# stoke::learner_kernels, which the CUDA and Vulkan components link too): always installed, in
+# export set stoke-targets. Each target's headers are its FILE_SET HEADERS, installed under
+# include/ as they lie under the set's base directories (so the tree mirrors
+# `#include <stoke/...>`).
+install(TARGETS stoke stoke_core stoke_cpu stoke_learner_kernels stoke_learner EXPORT stoke-targets
   FILE_SET HEADERS DESTINATION "${CMAKE_INSTALL_INCLUDEDIR}")
-foreach(_stoke_target IN ITEMS stoke stoke_core stoke_cpu stoke_learner)
+foreach(_stoke_target IN ITEMS stoke stoke_core stoke_cpu stoke_learner_kernels stoke_learner)
   _stoke_check_link_packages(${_stoke_target})
 endforeach()
 install(EXPORT stoke-targets NAMESPACE stoke:: DESTINATION "${STOKE_INSTALL_CMAKEDIR}")

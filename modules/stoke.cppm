@@ -26,7 +26,6 @@ export module stoke;
 
 // The core: devices, backends, collectives, staging, errors, counter-based random numbers.
 export namespace stoke {
-using stoke::AdamHyperparameters;
 using stoke::all_gather;
 using stoke::AnyCollective;
 using stoke::Backend;
@@ -49,40 +48,44 @@ using stoke::InterruptedError;
 using stoke::json_excerpt;
 using stoke::json_excerpt_chars;
 using stoke::JsonFields;
-using stoke::max_softmax_classes;
 using stoke::mix64;
-using stoke::OptimizerStepShape;
 using stoke::pageable_memory;
 using stoke::PageableMemory;
 using stoke::parameter_shard;
 using stoke::ParameterShard;
 using stoke::philox4x32;
-using stoke::read_on_device;
 using stoke::read_whole_file;
-using stoke::reduced_tail;
 using stoke::SampleRng;
-using stoke::SgdHyperparameters;
 using stoke::SharedMemoryCollective;
-using stoke::SoftmaxShape;
 using stoke::Staged;
 using stoke::stager_t;
 using stoke::StagingBackend;
 using stoke::StateError;
-using stoke::step_table;
-using stoke::step_table_floats;
-using stoke::step_table_header;
-using stoke::step_table_row;
-using stoke::StepScalars;
 using stoke::TimeoutError;
 using stoke::UsageError;
 }  // namespace stoke
 // --8<-- [end:wrapper]
 
+// The learner's kernel contract: what the device models' kernels take (stoke::learner_kernels).
+export namespace stoke {
+using stoke::AdamHyperparameters;
+using stoke::max_softmax_classes;
+using stoke::OptimizerStepShape;
+using stoke::read_on_device;
+using stoke::reduced_tail;
+using stoke::SgdHyperparameters;
+using stoke::SoftmaxShape;
+using stoke::step_table;
+using stoke::step_table_floats;
+using stoke::step_table_header;
+using stoke::step_table_row;
+using stoke::StepScalars;
+}  // namespace stoke
+
 // Element-wise float arithmetic with the same bits on every instruction set (the optimizers').
 export namespace stoke::exact {
 using stoke::exact::add;
 using stoke::exact::div;
-using stoke::exact::lanes;
 using stoke::exact::load;
 using stoke::exact::mul;
 using stoke::exact::Packet;
@@ -94,6 +97,7 @@ using stoke::exact::sqrt;
 using stoke::exact::store;
 using stoke::exact::sub;
 using stoke::exact::whole_packets;
+using stoke::exact::width;
 }  // namespace stoke::exact
 
 // The data module: datasets, batchers, loaders, order, splitting, state, device prefetch.

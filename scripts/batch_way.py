@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks the book's table of one batch's way against the code (issue 28).
+"""Checks the book's tables of one batch's way against the code (issues 28 and 39).
 
-The table between `<!-- batch-way:start -->` and `<!-- batch-way:end -->` in
+Each table between `<!-- batch-way:start -->` (or `<!-- batch-way:start NAME -->`, a second
+table such as the device road's) and `<!-- batch-way:end -->` in
 book/docs/training-on-several-devices.md lists, row by row, a function, the header it is in
 (as included: `data/detail/worker_pool.hpp` is `<stoke/data/detail/worker_pool.hpp>`), the row
 that calls it (`#k`, or `—` where a thread's chain begins), the call as written in the caller,
@@ -10,8 +11,9 @@ concept the callee models). For every row this checks, in the headers as they ar
 
 1. the header exists, and the function is defined in it (in the named class, nested classes
    included);
-2. the calling row's function has the call in its body (comments ignored, whitespace
-   ignored), and the call names the function (its name, or the operator's symbol);
+2. the calling row's function has the call in its body (in one of its overloads; comments
+   ignored, whitespace ignored, `...` in the call standing for any text), and the call names
+   the function (its name, or the operator's symbol);
 3. a `virtual` hop's callee overrides (`override` or `final`), and the base it names declares
    that function `virtual` in the header it names;
 4. a caller comes before its callees in the table;
@@ -30,6 +32,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 BOOK = ROOT / "book/docs/training-on-several-devices.md"
 START, END = "<!-- batch-way:start -->", "<!-- batch-way:end -->"
+# A table: `<!-- batch-way:start -->` (the host's way) or `<!-- batch-way:start NAME -->`.
+TABLE = re.compile(r"<!-- batch-way:start(?: ([\w-]+))? -->(.*?)<!-- batch-way:end -->", re.DOTALL)
 
 
 @dataclass
@@ -45,6 +49,19 @@ class Row:
 
 def code_spans(cell: str) -> list[str]:
     return re.findall(r"`([^`]+)`", cell)
+
+
+def parse_tables(text: str) -> list[tuple[str, list[Row], str]]:
+    """Every table of the page: its name (`host`, or the word after `batch-way:start`), its
+    rows, and the page's text from the end of the table before it to its last row."""
+    tables, previous_end = [], 0
+    for m in TABLE.finditer(text):
+        rows, _ = parse_table(START + m.group(2) + END)
+        tables.append((m.group(1) or "host", rows, text[previous_end : m.end(2)]))
+        previous_end = m.end()
+    if not tables:
+        raise SystemExit(f"batch-way: the page has no {START} ... {END} table")
+    return tables
 
 
 def parse_table(text: str) -> tuple[list[Row], str]:
@@ -195,13 +212,14 @@ def class_span(text: str, qualified: str) -> tuple[int, int] | None:
     return lo, hi
 
 
-def definition(text: str, function: str) -> tuple[str, str] | None:
-    """The body of `function` (`Class::Nested::name` or `name`) in `text`, and its qualifiers."""
+def definitions(text: str, function: str) -> list[tuple[str, str]]:
+    """The body of every definition of `function` (`Class::Nested::name` or `name`: its
+    overloads) in `text`, each with its qualifiers."""
     qualified, _, name = function.rpartition("::")
     span = class_span(text, qualified)
     if span is None:
-        return None
-    scope = text[span[0] : span[1]]
+        return []
+    scope, found_all = text[span[0] : span[1]], []
     for m in re.finditer(r"(?<![\w~])" + re.escape(name) + r"\s*\(", scope):
         found = body_start(scope, matching(scope, m.end() - 1))
         if found is not None:
@@ -209,23 +227,54 @@ def definition(text: str, function: str) -> tuple[str, str] | None:
             end = matching(scope, start)
             if end > 0:
                 head = scope[scope.rfind("\n", 0, m.start()) + 1 : m.start()]
-                return scope[start:end], head + qualifiers
-    return None
+                found_all.append((scope[start:end], head + qualifiers))
+    return found_all
+
+
+def definition(text: str, function: str) -> tuple[str, str] | None:
+    """The body of the first definition of `function` in `text`, and its qualifiers."""
+    found = definitions(text, function)
+    return found[0] if found else None
 
 
 def squeeze(s: str) -> str:
     return re.sub(r"\s+", "", s)
 
 
+def holds_call(body: str, call: str) -> bool:
+    """Whether `body` holds `call` (spacing aside); `...` in the call stands for any text, so a
+    long call can be written `post(...)`."""
+    at = 0
+    for part in squeeze(call).split("..."):
+        at = squeeze(body).find(part, at)
+        if at < 0:
+            return False
+        at += len(part)
+    return True
+
+
 def names_callee(call: str, function: str) -> bool:
     name = function.split("::")[-1]
+    if name == "operator()":  # a call operator: `f(...)`, or `std::invoke(f, ...)`
+        return "(" in call
     if name.startswith("operator"):
         return name[len("operator") :] in call
     return re.search(r"(?<!\w)" + re.escape(name) + r"\b", call) is not None
 
 
 def check(page: Path) -> list[str]:
-    rows, text_before = parse_table(page.read_text())
+    """What every table of `page` says that the code does not (prefixed by the table's name
+    where the page has several)."""
+    tables = parse_tables(page.read_text())
+    errors: list[str] = []
+    for table, rows, text_before in tables:
+        found = check_table(page, table, rows, text_before)
+        errors += [f"{table}: {e}" if len(tables) > 1 else e for e in found]
+    return errors
+
+
+def check_table(page: Path, table: str, rows: list[Row], text_before: str) -> list[str]:
+    """What one table says that the code does not."""
     if not rows:
         return [f"{page}: the batch-way table has no rows"]
     errors: list[str] = []
@@ -260,8 +309,8 @@ def check(page: Path) -> list[str]:
         if not row.call or not names_callee(row.call, row.function):
             errors.append(f"{where}: the call `{row.call}` does not name it")
         caller_text = source(caller.header)
-        caller_def = definition(caller_text, caller.function) if caller_text else None
-        if caller_def is not None and squeeze(row.call) not in squeeze(caller_def[0]):
+        bodies = definitions(caller_text, caller.function) if caller_text else []
+        if bodies and not any(holds_call(body, row.call) for body, _ in bodies):
             errors.append(f"{where}: `{caller.function}` does not call `{row.call}`")
         if row.hop == "virtual":
             if not re.search(r"\b(override|final)\b", qualifiers):
@@ -300,8 +349,8 @@ def check(page: Path) -> list[str]:
         )
     if not errors:
         print(
-            f"batch-way: the book's table holds: {len(rows)} functions, {len(calls)} calls "
-            f"over {len(files)} files, {virtual} of them virtual ({page.relative_to(ROOT)})"
+            f"batch-way: the book's table ({table}) holds: {len(rows)} functions, {len(calls)} "
+            f"calls over {len(files)} files, {virtual} of them virtual ({page.relative_to(ROOT)})"
         )
     return errors
 

@@ -24,6 +24,15 @@ RETIRED = {
     r"\bstruct Shard\b|\bstoke::Shard\b": "ParameterShard (a shard is a data file)",
     r"\bstoke::shard_of\b|\bShard shard_of\b": "parameter_shard (a shard is a data file)",
     r"NeverRunsMoreThanPrefetchBatchesAhead": "...QueueDepthBatchesAhead (the host window is the queue depth)",
+    r"(?i)\blogical (cpu |vulkan )?devices?\b": "device, or lane (one of several on one GPU)",
+    r"\bexact::lanes\b": "exact::width (a lane is a stoke device on a shared GPU)",
+    r"\bhost_window\b": "queue_depth (the worker pool's bound is the queue depth)",
+    r"(?i)\breorder window\b|bounded window": "queue depth (the worker pool's bound is the queue depth)",
+}
+# Files that still use a retired name, each with the pattern and why it waits.
+PENDING = {
+    (r"(?i)\breorder window\b|bounded window", "modules/data/include/stoke/data/detail/worker_pool.hpp"):
+        "the pool's split by concern (#39) renames it there",
 }
 SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh", ".cppm", ".py", ".md", ".txt", ".cmake"}
 SKIP = {"book/docs/glossary.md", "scripts/check_glossary.py"}
@@ -42,7 +51,7 @@ def main() -> int:
             continue
         for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
             for pattern in RETIRED:
-                if re.search(pattern, line):
+                if re.search(pattern, line) and (pattern, rel) not in PENDING:
                     hits[pattern].append(f"{rel}:{number}")
     failed = 0
     for pattern, places in hits.items():

@@ -1,7 +1,7 @@
 """The way of a sample, from the dataset to the all-reduce: a drawn diagram (no data file).
 
 The labels are stoke's own names: `Dataset`, `MultiThreadLoader` and its worker threads, the
-`Batcher` that is told the device, the bounded window of `queue_depth` batches, `iter()`,
+`Batcher` that is told the device, the bounded queue of `queue_depth` batches, `iter()`,
 `prefetch_to_device` (`PrefetchLoader`, a backend's `Stager` and fence), the `Learner` with a
 `TrainStep` or `DeviceTrainStep` per device, and the all-reduce of its `Collective`.
 """
@@ -15,7 +15,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from style import DEVICE_COLORS, save
 
-STAGES = [
+BOXES = [
     # (x, width, title, what it does)
     (2.9, 2.6, "worker threads",
      "MultiThreadLoader:\nnum_workers threads,\nstarted on the first iter()"),
@@ -25,7 +25,7 @@ STAGES = [
      "prefetch_to_device:\nthe Stager copies to\nthe device; a fence"),
     (15.4, 2.4, "train step", "TrainStep or\nDeviceTrainStep\non the device"),
 ]
-"""The stages of one device's lane, left to right."""
+"""The boxes of one device's row, left to right."""
 
 
 def box(axes: Axes, x: float, y: float, width: float, height: float, title: str, body: str,
@@ -49,20 +49,20 @@ def arrow(axes: Axes, start: tuple[float, float], end: tuple[float, float], text
                   ha="center", va="bottom", fontsize=7, color="#444444")
 
 
-def lane(axes: Axes, y: float, device: int) -> None:
-    """One device's lane: its loader part's stages, and the batches between them."""
+def device_row(axes: Axes, y: float, device: int) -> None:
+    """One device's row: the boxes of its share of the loader, and the batches between them."""
     color = DEVICE_COLORS[device] + "40"  # the device's colour, light
     axes.add_patch(Rectangle((2.7, y - 0.25), 15.35, 2.3, facecolor=color, edgecolor="none"))
     axes.text(2.8, y + 1.85,
-              f"device {device}: its part of the loader (cpu:{device}, cuda:{device}, ...)",
+              f"device {device}: its share of the loader (cpu:{device}, cuda:{device}, ...)",
               fontsize=7.5, style="italic", va="center")
     height = 1.55
-    for x, width, title, body in STAGES:
+    for x, width, title, body in BOXES:
         box(axes, x, y, width, height, title, body, "white")
-    for (x0, w0, *_), (x1, *_) in zip(STAGES, STAGES[1:]):
+    for (x0, w0, *_), (x1, *_) in zip(BOXES, BOXES[1:]):
         arrow(axes, (x0 + w0 + 0.02, y + height / 2), (x1 - 0.02, y + height / 2))
     # Slots of the bounded queue.
-    queue_x, queue_w = STAGES[2][0], STAGES[2][1]
+    queue_x, queue_w = BOXES[2][0], BOXES[2][1]
     for k in range(2):
         axes.add_patch(Rectangle((queue_x + queue_w / 2 - 0.5 + k * 0.6, y + 0.12), 0.4, 0.2,
                                  facecolor=DEVICE_COLORS[device], edgecolor="#333333",
@@ -83,7 +83,7 @@ def pipeline(out: Path) -> Path:
     top, bottom = 3.1, 0.3
     box(axes, 0.0, 1.05, 2.0, 2.8, "Dataset", "get(i) -> sample\n\nsize()", "#f3f3f3")
     for device, y in enumerate((top, bottom)):
-        lane(axes, y, device)
+        device_row(axes, y, device)
         arrow(axes, (2.0, 2.45 if device == 0 else 2.45), (2.88, y + 0.78))
     axes.text(2.45, 2.45, "split", ha="center", va="center", fontsize=7, rotation=90,
               color="#444444", bbox=dict(facecolor="white", edgecolor="none", pad=0.5))

@@ -30,7 +30,8 @@ int main(int argc, char** argv) {
   app.add_option("--samples", samples, "images in the dataset")->capture_default_str();
   app.add_option("--batch-size", batch_size, "images per batch")->capture_default_str();
   app.add_option("--workers", workers, "worker threads per device")->capture_default_str();
-  app.add_option("--devices", devices, "logical CPU devices")->capture_default_str();
+  app.add_option("--devices", devices, "CPU devices (threads over host memory)")
+      ->capture_default_str();
   app.add_option("--epochs", epochs, "epochs to load")->capture_default_str();
   app.add_option("--seed", seed, "shuffle seed")->capture_default_str();
   CLI11_PARSE(app, argc, argv);

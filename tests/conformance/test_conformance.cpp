@@ -151,23 +151,23 @@ TYPED_TEST(Conformance, AStagingBufferIsRefilledOnlyAfterItsCopysFence) {
 TYPED_TEST(Conformance, PrefetchingKeepsTheBatchesInFlightBounded) {
   RowsBatcher batcher;
   const auto made = batcher.made;
-  const std::size_t host_window = 2;
+  const std::size_t queue_depth = 2;
   const std::size_t depth = 3;
   auto loader = TestFixture::builder(batcher)
                     .batch_size(2)
                     .num_workers(2)
-                    .queue_depth(host_window)
+                    .queue_depth(queue_depth)
                     .build(IotaDataset{60});
   auto prefetched = stoke::prefetch_to_device<TypeParam>(loader, depth);
   // Made but not taken, once everything upstream filled up (a slow step): `depth` uploads
-  // queued (none where batches pass through), plus the host window.
-  const std::size_t ahead = (TestFixture::host_memory ? 0 : depth) + host_window;
+  // queued (none where batches pass through), plus the queue depth.
+  const std::size_t ahead = (TestFixture::host_memory ? 0 : depth) + queue_depth;
   std::size_t taken = 0;
   for (auto& batch : prefetched.iter()) {
     ++taken;
     ASSERT_TRUE(made->wait_for_at_least(std::min<std::size_t>(taken + ahead, 30), 10s))
         << "upstream never filled up by step " << batch.step;
-    EXPECT_LE(made->load() - taken, depth + host_window) << "step " << batch.step;
+    EXPECT_LE(made->load() - taken, depth + queue_depth) << "step " << batch.step;
     if constexpr (!TestFixture::host_memory) {
       ASSERT_NE(prefetched.stager(), nullptr);
       EXPECT_LE(prefetched.stager()->staging_buffers(), depth);

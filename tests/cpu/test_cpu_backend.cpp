@@ -1,4 +1,4 @@
-// The CPU backend: logical devices, tensors that map to Eigen, the stacking batcher.
+// The CPU backend: its devices, tensors that map to Eigen, the stacking batcher.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

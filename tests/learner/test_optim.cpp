@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include <stoke/core/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/exact_arithmetic.hpp>
 #include <stoke/learner/optim/adam.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/schedule.hpp>

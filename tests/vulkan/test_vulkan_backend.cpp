@@ -1,5 +1,5 @@
-// The Vulkan backend: concepts it models, logical devices, one VkDevice per stoke device
-// (several on one physical device), device errors.
+// The Vulkan backend: concepts it models, devices (lanes of one physical device), one VkDevice per
+// stoke device (several on one physical device), device errors.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 

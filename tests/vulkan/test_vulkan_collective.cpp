@@ -1,4 +1,4 @@
-// vulkan::HostStagedCollective: all_reduce across 2 and 3 logical devices (download, a sum
+// vulkan::HostStagedCollective: all_reduce across 2 and 3 devices (download, a sum
 // on the host in a fixed order, upload), one thread per device.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>

@@ -10,8 +10,8 @@
 #include <cstddef>
 #include <cstdint>
 
-#include <stoke/core/device_training.hpp>
 #include <stoke/cuda/kernels.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
 
 #include "launch.cuh"
 

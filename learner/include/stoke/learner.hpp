@@ -1,12 +1,16 @@
 #pragma once
 /// @file
-/// The learner: split-per-device training, models, optimizers, metrics, checkpoints.
+/// The learner: split-per-device training, models, optimizers, metrics, checkpoints, and the
+/// device models' kernel contract (`stoke/learner/kernels/`).
 
 #include <stoke/learner/checkpoint.hpp>
 #include <stoke/learner/device_backend.hpp>
 #include <stoke/learner/device_train_step.hpp>
 #include <stoke/learner/io/atomic_file.hpp>
 #include <stoke/learner/io/safetensors.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/step_table.hpp>
 #include <stoke/learner/learner.hpp>
 #include <stoke/learner/metrics.hpp>
 #include <stoke/learner/model/mlp.hpp>

@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// The CPU backend: logical devices, host tensors with recycled storage, batchers (the Eigen
+/// The CPU backend: devices in host memory, host tensors with recycled storage, batchers (the Eigen
 /// view of a tensor is `<stoke/cpu/eigen.hpp>`, kept apart so that loaders need no Eigen).
 
 #include <stoke/core/shared_memory_collective.hpp>

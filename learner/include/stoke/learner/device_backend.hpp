@@ -11,7 +11,7 @@
 
 #include <stoke/core/backend.hpp>
 #include <stoke/core/collective.hpp>
-#include <stoke/core/device_training.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
 
 namespace stoke {
 

@@ -6,7 +6,6 @@
 #include <stoke/core/buffer_pool.hpp>
 #include <stoke/core/collective.hpp>
 #include <stoke/core/device.hpp>
-#include <stoke/core/device_training.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/core/host_device.hpp>
 #include <stoke/core/rng.hpp>

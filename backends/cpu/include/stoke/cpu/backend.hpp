@@ -27,14 +27,14 @@ struct Backend {
   /// `"cpu"`.
   static constexpr std::string_view name() noexcept { return "cpu"; }
 
-  /// The visible logical devices `cpu:0 .. cpu:N-1`.
+  /// The visible devices `cpu:0 .. cpu:N-1`.
   static std::vector<Device> devices() {
     std::size_t count = std::thread::hardware_concurrency();
     if (const auto env = stoke::env_count("STOKE_CPU_DEVICES")) count = *env;
     return devices(count == 0 ? 1 : count);
   }
 
-  /// The first `count` logical devices.
+  /// The first `count` devices.
   static std::vector<Device> devices(std::size_t count) {
     std::vector<Device> out(count);
     for (std::size_t i = 0; i < count; ++i) out[i].index = i;

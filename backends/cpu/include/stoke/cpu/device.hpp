@@ -1,13 +1,13 @@
 #pragma once
 /// @file
-/// `cpu::Device`: a logical CPU device (`cpu:0`, `cpu:1`, ...), the backend-neutral
+/// `cpu::Device`: a CPU device (`cpu:0`, `cpu:1`, ...), the backend-neutral
 /// `stoke::HostDevice` (`<stoke/core/host_device.hpp>`).
 
 #include <stoke/core/host_device.hpp>
 
 namespace stoke::cpu {
 
-/// A logical CPU device (`stoke::HostDevice`).
+/// A CPU device (`stoke::HostDevice`).
 using Device = stoke::HostDevice;
 
 }  // namespace stoke::cpu

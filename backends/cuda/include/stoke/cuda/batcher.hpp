@@ -4,20 +4,12 @@
 /// loader fills its own device: no detour through `cuda:0`. (A host batcher's batches reach a
 /// CUDA device through `prefetch_to_device`.)
 
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <cstring>
-#include <limits>
 #include <memory>
-#include <mutex>
-#include <span>
-#include <string>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
-#include <stoke/core/error.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
@@ -28,7 +20,6 @@
 #include <stoke/data/image_batch_checks.hpp>
 #include <stoke/data/labeled_image.hpp>
 #include <stoke/data/normalization_table.hpp>
-#include <stoke/data/prefetch.hpp>
 
 namespace stoke::cuda {
 

@@ -36,7 +36,7 @@ struct Device {
 inline constexpr std::size_t max_lanes_per_gpu = 8;
 
 /// The `count` stoke devices that `gpus` visible GPUs give, round-robin over the GPUs as
-/// `vulkan::Backend::devices(count)` lays logical devices over physical ones: device `k` is
+/// `vulkan::Backend::devices(count)` lays its devices over physical ones: device `k` is
 /// lane `k / gpus` of GPU `k % gpus` (so `count <= gpus` gives lane 0 of the first `count`
 /// GPUs, and 3 on 2 GPUs give `cuda:0`, `cuda:1`, `cuda:0.1`). Pure: no CUDA call. Throws
 /// `UsageError` when they cannot be given: `count > 0` with no GPU, or more than

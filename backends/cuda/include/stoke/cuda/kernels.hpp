@@ -72,9 +72,9 @@ cudaError_t delayed_copy(const float* in, float* out, std::size_t count, std::ui
 /// the parameters `[begin, begin + size)` step with the gradients
 /// `reduced[i] * (1 / reduced[parameters + 1])`; a count of zero changes nothing. Thread 0
 /// also copies `reduced`'s three sums to `history[3 * history_slot ...]`. With a `table` (a
-/// step table, see `stoke/core/step_table.hpp`) the history slot, the rate and Adam's decay and
-/// bias corrections are read from the table's row of its counter instead, so the arguments are
-/// the same every step.
+/// step table, see `stoke/learner/kernels/step_table.hpp`) the history slot, the rate and Adam's
+/// decay and bias corrections are read from the table's row of its counter instead, so the
+/// arguments are the same every step.
 struct OptimizerStep {
   std::uint32_t parameters;    ///< gradients in `reduced`; the three sums follow
   std::uint32_t begin;         ///< first parameter stepped

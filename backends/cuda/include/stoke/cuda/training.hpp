@@ -18,8 +18,6 @@
 #include <cuda_runtime_api.h>
 
 #include <stoke/core/device.hpp>
-#include <stoke/core/device_training.hpp>
-#include <stoke/core/device_training_checks.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/cuda/buffer.hpp>
 #include <stoke/cuda/device.hpp>
@@ -28,6 +26,8 @@
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/cuda/runtime.hpp>
 #include <stoke/cuda/stager.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/device_training_checks.hpp>
 
 /// Device-resident training on CUDA: what `cuda::Backend` offers as a `stoke::DeviceBackend`.
 /// Tensors are `Buffer`s; every operation runs on the device's compute stream (the batchers
@@ -55,6 +55,15 @@ inline thread_local CapturedBuffers* capturing = nullptr;
 
 /// The stager of `device` that uploads and downloads tensors (made on first use, kept for the
 /// life of the process like the device's context).
+///
+/// Why process-wide: `DeviceBackend`'s `upload` and `download` are static (a backend is a type,
+/// and a tensor names only its device), so the stager they use cannot belong to a replica or a
+/// learner; Vulkan keeps its per-device training state the same way (`TrainingKernels::of`).
+/// It costs at most four pinned staging buffers a device, shared by every model there, and
+/// carries only a replica's own uploads (parameters, the step table) and downloads (the
+/// history, checkpoints): a batch's bytes come through the loader's stager. It is never
+/// destroyed, as the device's context is not: freeing pinned memory and streams from a static
+/// destructor at exit would race the CUDA runtime's own teardown.
 inline Stager& stager(const Device& device) {
   static auto* stagers = new cuda::detail::StagerCache(4);
   return stagers->of(device);

@@ -37,11 +37,12 @@ struct Backend : training::Operations {
   /// `"vulkan"`.
   static constexpr std::string_view name() noexcept { return "vulkan"; }
 
-  /// The visible logical devices `vulkan:0 .. vulkan:N-1` (`N` from `visible_device_count`);
+  /// The visible devices `vulkan:0 .. vulkan:N-1` (`N` from `visible_device_count`);
   /// none when Vulkan is unusable here (`unavailable_reason` says why).
   static std::vector<Device> devices() { return devices(visible_device_count()); }
 
-  /// The first `count` logical devices, or none when Vulkan is unusable here.
+  /// The first `count` devices (lanes where there are fewer physical ones), or none when Vulkan is
+  /// unusable here.
   static std::vector<Device> devices(std::size_t count) {
     if (detail::Registry::get().physical_devices().empty()) return {};
     std::vector<Device> out(count);

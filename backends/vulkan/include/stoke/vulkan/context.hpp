@@ -60,7 +60,7 @@ class Context {
   [[nodiscard]] const Device& device() const noexcept { return device_; }
   /// The `VkDevice`.
   [[nodiscard]] VkDevice handle() const noexcept { return logical_->handle(); }
-  /// The logical device (shared by semaphores made on it).
+  /// The `VkDevice`'s owner (shared by semaphores made on it).
   [[nodiscard]] const std::shared_ptr<const detail::LogicalDevice>& logical_device()
       const noexcept {
     return logical_;

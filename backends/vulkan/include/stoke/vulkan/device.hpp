@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `vulkan::Device`: one logical Vulkan device (`vulkan:0`, `vulkan:1`, ...).
+/// `vulkan::Device`: one stoke device on Vulkan (`vulkan:0`, `vulkan:1`, ...).
 
 #include <cstddef>
 #include <functional>
@@ -8,10 +8,11 @@
 
 namespace stoke::vulkan {
 
-/// A logical Vulkan device: one `VkDevice` with its own queue. Several may share one
-/// physical device (lavapipe has one; tests run two or more `VkDevice`s on it).
+/// A stoke device on Vulkan: one `VkDevice` with its own queue. Several may share one physical
+/// device, as lanes (lavapipe has one; tests run two or more `VkDevice`s on it): device `k` is
+/// lane `k / P` of physical device `k % P`, as `cuda::lanes_over` lays devices over GPUs.
 struct Device {
-  std::size_t index = 0;  ///< which logical device
+  std::size_t index = 0;  ///< which device (`k` above)
 
   friend bool operator==(const Device&, const Device&) = default;
   /// Prints `vulkan:<index>`.

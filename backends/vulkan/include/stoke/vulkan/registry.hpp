@@ -46,7 +46,7 @@ class Registry {
   /// Why no physical device is usable (empty when one is).
   [[nodiscard]] const std::string& unavailable_reason() const noexcept { return reason_; }
 
-  /// The context of `device`: logical device `k` runs on physical device `k % P`.
+  /// The context of `device`: device `k` is lane `k / P` of physical device `k % P`.
   std::shared_ptr<Context> context(const Device& device) {
     if (physical_.empty()) throw Error("stoke: vulkan: no usable device: " + reason_);
     std::lock_guard lock(mutex_);
@@ -100,7 +100,7 @@ class Registry {
 
 namespace stoke::vulkan {
 
-/// How many logical devices are visible: `STOKE_VULKAN_DEVICES` if set, else one per usable
+/// How many devices are visible: `STOKE_VULKAN_DEVICES` if set, else one per usable
 /// physical device, or 2 when there is exactly one (so multi-device code runs everywhere);
 /// 0 when Vulkan is unusable here. A `STOKE_VULKAN_DEVICES` that is not a count is an
 /// `InputError`.

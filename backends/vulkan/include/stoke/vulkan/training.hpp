@@ -22,8 +22,8 @@
 
 #include <vulkan/vulkan_core.h>
 
-#include <stoke/core/device_training.hpp>
-#include <stoke/core/device_training_checks.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/device_training_checks.hpp>
 #include <stoke/vulkan/buffer.hpp>
 #include <stoke/vulkan/compute_pipeline.hpp>
 #include <stoke/vulkan/context.hpp>

@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include <stoke/core/device_training.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
 #include <stoke/learner/replica/step_tail.hpp>
 #include <stoke/learner/train_step.hpp>
 

@@ -19,8 +19,8 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
-#include <stoke/cpu/classification.hpp>
 #include <stoke/data/batch.hpp>
+#include <stoke/data/classification_batch.hpp>
 #include <stoke/learner/parameter_layout.hpp>
 #include <stoke/learner/train_step.hpp>
 
@@ -73,13 +73,14 @@ inline float* scratch(AlignedFloats& buffer, std::size_t size) {
 /// `k` biases `b`; the layer computes `z = a W + b` for a row `a` of activations. Gradients
 /// use the same layout. Layers are `Eigen::Map`s into the buffer, never copies.
 ///
-/// Satisfies `TrainStep` and `ValidationStep` for `Batch<cpu::ClassificationBatch>`. Copies are
-/// independent replicas. One replica must not run two steps at once (it reuses scratch
-/// buffers, also from the `const` `valid_step`); the learner gives every device its own.
+/// Satisfies `TrainStep` and `ValidationStep` for `Batch<ClassificationBatch>` (the CPU backend's
+/// `cpu::ClassificationBatch`). Copies are independent replicas. One replica must not run two steps
+/// at once (it reuses scratch buffers, also from the `const` `valid_step`); the learner gives every
+/// device its own.
 class Mlp {
  public:
   /// The batches this model trains on.
-  using BatchType = Batch<cpu::ClassificationBatch>;
+  using BatchType = Batch<ClassificationBatch>;
 
   /// A model with the given layer sizes (at least two, none zero), He-initialised from
   /// `seed`: layer `l`'s weights are normal with variance `2 / fan_in`, drawn from

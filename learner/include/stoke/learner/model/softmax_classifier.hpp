@@ -12,11 +12,11 @@
 #include <vector>
 
 #include <stoke/core/backend.hpp>
-#include <stoke/core/device_training.hpp>
-#include <stoke/core/device_training_checks.hpp>
 #include <stoke/core/error.hpp>
 #include <stoke/data/batch.hpp>
 #include <stoke/learner/device_backend.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/device_training_checks.hpp>
 #include <stoke/learner/model/mlp.hpp>
 #include <stoke/learner/parameter_layout.hpp>
 
@@ -24,18 +24,22 @@ namespace stoke {
 
 /// Logits `x W + b` and softmax cross-entropy, on one device of backend `B`, for batches of
 /// `Data` (a device batch: `inputs`, a `B::Tensor` of `rows x row_size` floats, host
-/// `labels` and, optionally, `device_labels`, the same as int32 on the device: a
-/// `DeviceImageBatch` such as `vulkan::ImageBatch` or `cuda::ImageBatch`).
+/// `labels` and `device_labels`, the same as int32 on the device: a `DeviceImageBatch` such as
+/// `vulkan::ImageBatch` or `cuda::ImageBatch`, which `prefetch_to_device`'s stage makes from a
+/// host batch, labels included, so a batch reaches the model with its labels on the device).
 ///
 /// The parameters are one tensor: `W` as a `features x classes` row-major matrix, then the
 /// `classes` biases (`Mlp({features, classes})`'s layout). A step checks the batch's labels on
 /// the host and enqueues the forward and backward kernels on its `device_labels`; nothing
-/// waits and nothing is uploaded (a `Data` without `device_labels` has its labels uploaded
-/// by the step). The kernels read the batch's real rows from a tensor on the device, written
+/// waits and nothing is uploaded. The kernels read the batch's real rows from a tensor on the
+/// device, written
 /// (`B::fill_words`, nothing staged) only when the count changes (a padded last batch), so a
 /// step's arguments are the same every step. One replica runs one step at a time (it reuses its
 /// scratch tensors).
 template <DeviceBackend B, class Data>
+  requires requires(const Data& data) {
+    { data.device_labels } -> std::convertible_to<const typename B::Tensor&>;
+  }
 class SoftmaxClassifier {
  public:
   using BatchType = Batch<Data>;      ///< the batches it trains on
@@ -97,7 +101,7 @@ class SoftmaxClassifier {
   /// items, then their loss sum, count and correct count (see `DeviceTrainStep`).
   void train_step(const BatchType& batch, Tensor& reduced) {
     const SoftmaxShape shape = prepare(batch);
-    B::softmax_forward(shape, batch.data.inputs, labels_of(batch.data), parameters_, dlogits_,
+    B::softmax_forward(shape, batch.data.inputs, batch.data.device_labels, parameters_, dlogits_,
                        item_stats_, real_rows_);
     B::softmax_gradients(shape, batch.data.inputs, dlogits_, item_stats_, reduced, real_rows_);
   }
@@ -106,7 +110,7 @@ class SoftmaxClassifier {
   /// three floats of `sums`.
   void valid_step(const BatchType& batch, Tensor& sums) {
     const SoftmaxShape shape = prepare(batch);
-    B::softmax_forward(shape, batch.data.inputs, labels_of(batch.data), parameters_, dlogits_,
+    B::softmax_forward(shape, batch.data.inputs, batch.data.device_labels, parameters_, dlogits_,
                        item_stats_, real_rows_);
     B::add_softmax_sums(shape, item_stats_, sums, real_rows_);
   }
@@ -140,36 +144,16 @@ class SoftmaxClassifier {
   }
 
  private:
-  /// Whether `Data` carries its labels on the device.
-  static constexpr bool labels_on_device = requires(const Data& data) {
-    { data.device_labels } -> std::convertible_to<const Tensor&>;
-  };
-
-  /// The labels the kernels read: the batch's own on the device, or the uploaded copy.
-  const Tensor& labels_of(const Data& data) const {
-    if constexpr (labels_on_device) {
-      return data.device_labels;
-    } else {
-      return labels_;
-    }
-  }
-
-  /// Checks `batch` against the model, sizes the scratch tensors, writes its real-row count
-  /// where it differs from the last batch's and, where the batch has no labels on the device,
-  /// uploads them.
+  /// Checks `batch` against the model, sizes the scratch tensors and writes its real-row count
+  /// where it differs from the last batch's.
   SoftmaxShape prepare(const BatchType& batch) {
     check(batch);
     const Data& data = batch.data;
     const std::size_t real = batch.real_size();
-    if constexpr (labels_on_device) {
-      if (capacity(data.device_labels) < data.rows) {
-        throw UsageError("stoke: SoftmaxClassifier: the batch's device labels hold " +
-                         std::to_string(capacity(data.device_labels)) + " of its " +
-                         std::to_string(data.rows) + " rows");
-      }
-    } else {
-      grow(labels_, data.rows);
-      B::upload(labels_, std::as_bytes(std::span(data.labels)));
+    if (capacity(data.device_labels) < data.rows) {
+      throw UsageError("stoke: SoftmaxClassifier: the batch's device labels hold " +
+                       std::to_string(capacity(data.device_labels)) + " of its " +
+                       std::to_string(data.rows) + " rows");
     }
     grow(dlogits_, data.rows * classes_);
     grow(item_stats_, data.rows * 2);
@@ -191,7 +175,6 @@ class SoftmaxClassifier {
   std::size_t features_;
   std::size_t classes_;
   Tensor parameters_;
-  Tensor labels_;      // the batch's labels, as int32, where it has none on the device
   Tensor dlogits_;     // d(loss)/d(logits), rows x classes
   Tensor item_stats_;  // per item: loss, correct
   Tensor real_rows_;   // the real rows of the last batch, one uint32

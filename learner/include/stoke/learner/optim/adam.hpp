@@ -10,7 +10,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/core/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/exact_arithmetic.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
@@ -49,7 +49,7 @@ void adam_update(std::size_t count, const AdamStepFactors& factors, float* param
   const F rate = exact::splat<F>(factors.learning_rate);
   const F correction1 = exact::splat<F>(factors.correction1);
   const F root_correction2 = exact::splat<F>(factors.root_correction2);
-  for (std::size_t i = 0; i < count; i += exact::lanes<F>) {
+  for (std::size_t i = 0; i < count; i += exact::width<F>) {
     const F g = exact::load<F>(gradients + i);
     const F m = exact::add(exact::mul(beta1, exact::load<F>(first + i)), exact::mul(rest1, g));
     const F v = exact::add(exact::mul(beta2, exact::load<F>(second + i)),

@@ -8,10 +8,10 @@
 #include <span>
 #include <vector>
 
-#include <stoke/core/device_training.hpp>
-#include <stoke/core/device_training_checks.hpp>
-#include <stoke/core/step_table.hpp>
 #include <stoke/learner/device_backend.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/device_training_checks.hpp>
+#include <stoke/learner/kernels/step_table.hpp>
 #include <stoke/learner/optim/adam.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/sgd.hpp>

@@ -6,7 +6,7 @@
 #include <span>
 #include <vector>
 
-#include <stoke/core/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/exact_arithmetic.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 
 namespace stoke {
@@ -26,7 +26,7 @@ void sgd_update(std::size_t count, float momentum, float weight_decay, float lea
   const F decay = exact::splat<F>(momentum);
   const F l2 = exact::splat<F>(weight_decay);
   const F rate = exact::splat<F>(learning_rate);
-  for (std::size_t i = 0; i < count; i += exact::lanes<F>) {
+  for (std::size_t i = 0; i < count; i += exact::width<F>) {
     const F p = exact::load<F>(parameters + i);
     const F v = exact::add(exact::mul(decay, exact::load<F>(velocity + i)),
                            exact::add(exact::load<F>(gradients + i), exact::mul(l2, p)));

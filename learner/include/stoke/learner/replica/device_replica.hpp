@@ -30,11 +30,11 @@
 
 #include <stoke/core/backend.hpp>
 #include <stoke/core/collective.hpp>
-#include <stoke/core/device_training.hpp>
 #include <stoke/core/error.hpp>
-#include <stoke/core/step_table.hpp>
 #include <stoke/learner/device_backend.hpp>
 #include <stoke/learner/device_train_step.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/step_table.hpp>
 #include <stoke/learner/optim/device_optimizer.hpp>
 #include <stoke/learner/replica/captured_step.hpp>
 #include <stoke/learner/replica/step_tail.hpp>

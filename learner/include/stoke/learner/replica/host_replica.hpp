@@ -11,7 +11,7 @@
 #include <vector>
 
 #include <stoke/core/collective.hpp>
-#include <stoke/core/device_training.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
 #include <stoke/learner/optim/optimizer.hpp>
 #include <stoke/learner/optim/shard_state.hpp>
 #include <stoke/learner/replica/step_tail.hpp>

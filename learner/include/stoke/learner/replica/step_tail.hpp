@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <span>
 
-#include <stoke/core/device_training.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
 #include <stoke/learner/train_step.hpp>
 
 namespace stoke::detail {

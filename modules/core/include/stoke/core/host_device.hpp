@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `HostDevice`: a logical device that computes in host memory (`cpu:0`, `cpu:1`, ...), the
+/// `HostDevice`: a device that computes in host memory (`cpu:0`, `cpu:1`, ...), the
 /// device of the CPU backend (`cpu::Device`) and of host batchers.
 
 #include <cstddef>
@@ -9,10 +9,10 @@
 
 namespace stoke {
 
-/// A logical CPU device. All share the host's memory; each gets its own thread in the
+/// A CPU device. All share the host's memory; each gets its own thread in the
 /// learner, so several CPU devices model data-parallel training on one machine.
 struct HostDevice {
-  std::size_t index = 0;  ///< which logical device
+  std::size_t index = 0;  ///< which device
 
   friend bool operator==(const HostDevice&, const HostDevice&) = default;
   /// Prints `cpu:<index>`.

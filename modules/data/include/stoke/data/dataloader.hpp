@@ -48,4 +48,17 @@ concept SplitSource = DataLoader<L> && requires(const L& loader, std::size_t cou
   { loader.share(count, count) } -> std::same_as<L>;
 };
 
+/// The backend a loader makes batches for: `L::backend_type`, which stoke's loaders name (a
+/// loader that names one lets `prefetch_to_device(loader, depth)` find the backend itself).
+template <class L>
+struct loader_backend {};
+template <class L>
+  requires requires { typename L::backend_type; }
+struct loader_backend<L> {
+  using type = typename L::backend_type;  ///< the loader's backend
+};
+/// The backend a loader makes batches for.
+template <class L>
+using loader_backend_t = typename loader_backend<L>::type;
+
 }  // namespace stoke

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// `MultiThreadLoader`: persistent worker threads, started on the first `iter()`, deliver
-/// batches in order through a bounded window.
+/// batches in order, at most the queue depth of them made ahead of the consumer.
 
 #include <chrono>
 #include <cstddef>

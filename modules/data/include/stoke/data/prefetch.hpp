@@ -19,12 +19,10 @@
 #include <stoke/core/host_memory.hpp>
 #include <stoke/core/staging.hpp>
 #include <stoke/data/batch.hpp>
-#include <stoke/data/batch_loader.hpp>
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/device_image_batch.hpp>
 #include <stoke/data/epoch_plan.hpp>
-#include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/prefetch_pipeline.hpp>
 #include <stoke/data/state.hpp>
 
@@ -35,27 +33,6 @@ namespace stoke {
 /// with `static constexpr bool host_memory = true;` (as `cpu::Backend` does).
 template <class B>
 inline constexpr bool is_host_memory_backend = requires { requires B::host_memory; };
-
-/// The backend a loader makes batches for: `L::backend_type` where it names one, else
-/// deduced for stoke's own loaders.
-template <class L>
-struct loader_backend {};
-template <class L>
-  requires requires { typename L::backend_type; }
-struct loader_backend<L> {
-  using type = typename L::backend_type;  ///< the loader's backend
-};
-template <Dataset S, class T, Backend B>
-struct loader_backend<BatchLoader<S, T, B>> {
-  using type = B;  ///< the loader's backend
-};
-template <Dataset S, class T, Backend B>
-struct loader_backend<MultiThreadLoader<S, T, B>> {
-  using type = B;  ///< the loader's backend
-};
-/// The backend a loader makes batches for.
-template <class L>
-using loader_backend_t = typename loader_backend<L>::type;
 
 /// The stage of plain host batches (`HostBytes`: float or integer tensors and vectors): their
 /// bytes into one device buffer, the `B::Buffer` the consumer gets.

@@ -32,6 +32,7 @@ template <class Derived, Dataset S, class T, Backend B>
   requires Batcher<T, B, dataset_item_t<S>>
 class LoaderBase {
  public:
+  using backend_type = B;                                     ///< the backend batches are for
   using device_type = device_t<B>;                            ///< where batches go
   using item_type = dataset_item_t<S>;                        ///< one sample
   using batch_type = Batch<batch_output_t<T, B, item_type>>;  ///< what `iter()` yields

@@ -10,7 +10,7 @@
 #include <cstring>
 #include <vector>
 
-#include <stoke/core/step_table.hpp>
+#include <stoke/learner/kernels/step_table.hpp>
 
 namespace stoke {
 

@@ -11,10 +11,10 @@
 #include <string_view>
 #include <utility>
 
-#include <stoke/core/device_training.hpp>
 #include <stoke/core/error.hpp>
-#include <stoke/core/exact_arithmetic.hpp>
-#include <stoke/core/step_table.hpp>
+#include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/step_table.hpp>
 
 namespace stoke::detail {
 

@@ -69,7 +69,7 @@ struct Packet {
 #else
   using Native = float;
 #endif
-  Native value;  ///< the lanes
+  Native value;  ///< the floats
 };
 
 /// Floats in a `Packet`.
@@ -77,7 +77,7 @@ inline constexpr std::size_t packet_floats = sizeof(Packet::Native) / sizeof(flo
 
 /// Floats in one `F` (`float` or `Packet`).
 template <class F>
-inline constexpr std::size_t lanes = sizeof(F) / sizeof(float);
+inline constexpr std::size_t width = sizeof(F) / sizeof(float);
 
 /// `value`, in a register the compiler must assume was changed: the result of an operation is
 /// rounded on its own and never fused with the next one (see the file's comment). No
@@ -96,7 +96,7 @@ inline T settle(T value) noexcept {
 }
 
 // One float: the correctly rounded operations of the language.
-/// `value` in every lane of an `F`.
+/// `value` in every float of an `F`.
 template <class F>
 F splat(float value) noexcept;
 template <>
