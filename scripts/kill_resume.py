@@ -49,10 +49,11 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 KINDS = ("time", "step", "write", "boundary")
 LANDINGS = ("before the first step", "step", "checkpoint write", "epoch boundary")
 # Each program's runs, for the soak and --small: (epochs, training images, test images,
-# checkpoint every N steps). The small runs have 10 steps an epoch, 20 images dropped, and a
-# checkpoint on an epoch's last step, just before the epoch's own.
-RUNS = {"cpp": ((2, 20000, 2000, 10), (2, 1300, 500, 5)),
-        "python": ((2, 20000, 2000, 10), (2, 1300, 500, 5))}
+# checkpoint every N steps). Soak runs have 156 steps an epoch (32 images dropped), small ones
+# 10 (20 dropped); both have a step checkpoint on every epoch's last step, just before the
+# epoch's own.
+RUNS = {"cpp": ((2, 20000, 2000, 12), (2, 1300, 500, 5)),
+        "python": ((2, 20000, 2000, 12), (2, 1300, 500, 5))}
 
 
 @dataclasses.dataclass
