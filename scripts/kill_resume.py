@@ -270,9 +270,10 @@ def run_to_end(program: Program, folder: pathlib.Path, log) -> float:
 
 
 def soak(program: Program, kills: int, kills_per_run: int, dataset_size: int,
-         work: pathlib.Path, rng: random.Random) -> bool:
-    """The reference run, then trials until ``kills`` kills; prints the summary; whether every
-    trial resumed exactly."""
+         work: pathlib.Path, rng: random.Random, minutes: float) -> bool:
+    """The reference run, then trials until ``kills`` kills (or no new trial once ``minutes``
+    have passed); prints the summary; whether every trial resumed exactly."""
+    deadline = time.monotonic() + 60 * minutes
     shutil.rmtree(work, ignore_errors=True)
     (work / "reference").mkdir(parents=True)
     with open(work / "reference" / "log.txt", "ab") as log:
@@ -289,7 +290,7 @@ def soak(program: Program, kills: int, kills_per_run: int, dataset_size: int,
     done = trials = exact_trials = exact_kills = 0
     kinds: collections.Counter = collections.Counter()
     landings: collections.Counter = collections.Counter()
-    while done < kills:
+    while done < kills and time.monotonic() < deadline:
         trials += 1
         folder = work / f"trial-{trials:03d}"
         folder.mkdir()
@@ -323,6 +324,9 @@ def soak(program: Program, kills: int, kills_per_run: int, dataset_size: int,
     print(f"{key} resumed exactly: {exact_kills}/{done} kills, {exact_trials}/{trials} trials "
           f"(every sample of every epoch once in the committed steps, final parameters "
           f"bit-identical)", flush=True)
+    if done < kills:
+        print(f"{key}: stopped after {done} of {kills} kills, at the time limit of {minutes:g} "
+              "minutes (--minutes)", flush=True)
     return exact_trials == trials
 
 
@@ -332,6 +336,8 @@ def main() -> int:
     parser.add_argument("--kills", type=int, default=50, help="kills per program")
     parser.add_argument("--kills-per-run", type=int, default=5, help="kills before a run ends")
     parser.add_argument("--seed", type=int, default=1, help="seed of the kill moments")
+    parser.add_argument("--minutes", type=float, default=float("inf"),
+                        help="start no new trial of a program after this many minutes")
     parser.add_argument("--cpp", type=pathlib.Path, help="the kill_and_resume binary")
     parser.add_argument("--python", default=str(ROOT / ".tools/torch-venv/bin/python"),
                         help="a Python with torch and stoke_loader")
@@ -354,7 +360,8 @@ def main() -> int:
         make = (functools.partial(cpp_program, args.cpp) if name == "cpp" else
                 functools.partial(python_program, args.python))
         program = make(epochs=epochs, train=train, test=test, every=every)
-        ok &= soak(program, args.kills, args.kills_per_run, train, args.work / name, rng)
+        ok &= soak(program, args.kills, args.kills_per_run, train, args.work / name, rng,
+                   args.minutes)
     return 0 if ok else 1
 
 
