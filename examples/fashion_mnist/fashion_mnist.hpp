@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 
@@ -76,22 +77,36 @@ inline Builder builder() {
   return Builder({.mean = 0.2860f, .std = 0.3530f});
 }
 
-/// The training loader: shuffled every epoch, the last incomplete round dropped so every
-/// device runs the same number of steps.
-inline auto train_loader(const Data& data, std::size_t batch_size, std::uint64_t seed,
-                         std::size_t workers) {
+/// The training loader over `samples`: shuffled every epoch, the last incomplete round dropped
+/// so every device runs the same number of steps.
+template <stoke::Dataset Samples>
+auto train_loader(Samples samples, std::size_t batch_size, std::uint64_t seed,
+                  std::size_t workers) {
   return builder()
       .batch_size(batch_size)
       .shuffle(seed)
       .num_workers(workers)
       .queue_depth(4)
       .drop_last()
-      .build(data.train);
+      .build(std::move(samples));
 }
 
-/// The test loader: padded so every test image is evaluated once; padding is left out.
+/// The training loader over the whole training set.
+inline auto train_loader(const Data& data, std::size_t batch_size, std::uint64_t seed,
+                         std::size_t workers) {
+  return train_loader(data.train, batch_size, seed, workers);
+}
+
+/// The test loader over `samples`: padded so every test image is evaluated once; padding is
+/// left out.
+template <stoke::Dataset Samples>
+auto test_loader(Samples samples, std::size_t workers) {
+  return builder().batch_size(500).num_workers(workers).pad().build(std::move(samples));
+}
+
+/// The test loader over the whole test set.
 inline auto test_loader(const Data& data, std::size_t workers) {
-  return builder().batch_size(500).num_workers(workers).pad().build(data.test);
+  return test_loader(data.test, workers);
 }
 // --8<-- [end:data]
 

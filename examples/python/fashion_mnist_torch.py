@@ -116,6 +116,18 @@ def arguments(description: str, batch_size: int, world: int = 0,
                         help="PyTorch's threads (per rank)")
     if world:
         parser.add_argument("--world", type=int, default=world, help="processes (ranks)")
+        parser.add_argument("--checkpoint", type=pathlib.Path,
+                            help="checkpoint into this directory every --checkpoint-every "
+                            "steps and at every epoch's end, and resume from it")
+        parser.add_argument("--checkpoint-every", type=int, default=50)
+        parser.add_argument("--journal", type=pathlib.Path,
+                            help="append every step's dataset indices to this file")
+        parser.add_argument("--final-parameters", type=pathlib.Path,
+                            help="write the trained parameters and optimizer state here")
+        parser.add_argument("--train-samples", type=int, default=0,
+                            help="train on the first N images (0: all)")
+        parser.add_argument("--test-samples", type=int, default=0,
+                            help="evaluate on the first N images (0: all)")
     parser.add_argument("--lr", type=float, default=1e-3)
     parser.add_argument("--seed", type=int, default=7)
     return parser.parse_args()

@@ -192,6 +192,30 @@ TEST(Learner, ResumingFromACheckpointContinuesExactly) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Learner, ResumingFromACheckpointAfterAnEpochsLastStepGoesOnWithTheNextEpoch) {
+  // 640 / (2 devices x 8) = 40 steps an epoch. A checkpoint after step 40 holds the loader at
+  // epoch 1's start; a run stopped there (before its epoch's end, as a kill in validation)
+  // must resume into epoch 1, not take epoch 0 again (it did: 120 steps, other weights).
+  const ToyImages train(640), valid(64, 9);
+  const auto dir = fresh_directory("epoch_last_step");
+  auto unbroken = make_learner(2, {.epochs = 2});
+  const auto full = unbroken.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  auto first = make_learner(
+      2,
+      {.epochs = 2, .checkpoint_dir = dir, .checkpoint_every_steps = 40, .stop_after_steps = 40});
+  const auto before = first.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  auto second = make_learner(2, {.epochs = 2, .checkpoint_dir = dir, .resume = true});
+  const auto after = second.fit(loader_for(train, 8, 4), valid_loader_for(valid));
+  EXPECT_EQ(after.global_step, 80u);
+  ASSERT_EQ(after.epochs.size(), 2u);  // epoch 0's end (validation, report), then epoch 1
+  EXPECT_EQ(after.epochs.front().valid_loss, full.epochs.front().valid_loss);
+  std::vector<float> stitched = before.step_losses;
+  stitched.insert(stitched.end(), after.step_losses.begin(), after.step_losses.end());
+  EXPECT_EQ(stitched, full.step_losses);  // bit for bit
+  EXPECT_TRUE(std::ranges::equal(second.model().parameters(), unbroken.model().parameters()));
+  std::filesystem::remove_all(dir);
+}
+
 TEST(Learner, ResumesOntoAnotherNumberOfDevicesSeeingEverySampleOnce) {
   const ToyImages train(640), valid(64, 9);
   const auto dir = fresh_directory("elastic");

@@ -83,3 +83,16 @@ print(first.real_size + sum(b.real_size for b in epoch))
                          timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert run.stdout.strip() == "1000", run.stdout
+
+
+def test_fashion_mnist_torch_ddp_killed_and_resumed_uses_every_sample_once_with_the_same_bits(
+        tmp_path):
+    """scripts/soak's mechanism on the DDP example, small: a tiny run (1,300 images, 2 epochs,
+    a checkpoint every 5 steps) SIGKILLed twice and resumed; its committed steps must be the
+    uninterrupted run's and its final parameters the same bytes."""
+    run = subprocess.run([sys.executable, str(ROOT / "scripts/kill_resume.py"), "--programs",
+                          "python", "--small", "--kills", "2", "--kills-per-run", "2",
+                          "--python", sys.executable, "--work", str(tmp_path)],
+                         capture_output=True, text=True, timeout=900)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "python resumed exactly: 2/2 kills" in run.stdout, run.stdout

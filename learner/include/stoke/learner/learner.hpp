@@ -138,6 +138,7 @@ class Learner {
                          "' holds a loader state the training loader cannot take: " + error.what());
       }
       run.first_epoch = checkpoint.progress.epoch;
+      run.first_epoch_stepped = checkpoint.progress.loader.epoch > checkpoint.progress.epoch;
       run.first_step = checkpoint.progress.global_step;
       run.resumed_sums = checkpoint.progress.epoch_sums;
       result.resumed = true;
@@ -192,6 +193,9 @@ class Learner {
   template <class Train, class Valid, class R>
   struct FitState {
     std::size_t first_epoch = 0;
+    // Whether the checkpoint resumed from came after the first epoch's last step: its loader
+    // state is the next epoch's start, and the first epoch has only its end left to do.
+    bool first_epoch_stepped = false;
     std::size_t first_step = 0;
     StepOutput resumed_sums;
     std::unique_ptr<typename R::Collective> collective;
@@ -231,7 +235,8 @@ class Learner {
     std::size_t global_step = run.first_step;
     for (std::size_t epoch = run.first_epoch; epoch < options_.epochs; ++epoch) {
       auto& loader = run.train[d];
-      loader.set_epoch(epoch);  // the learner's epoch, whatever the loader did before
+      const bool steps_done = epoch == run.first_epoch && run.first_epoch_stepped;
+      if (!steps_done) loader.set_epoch(epoch);  // the learner's epoch, whatever the loader did
       const std::size_t steps = loader.layout(epoch).num_batches;
       std::vector<float> rates(steps);  // the schedule's, as each step below takes it
       for (std::size_t s = 0; s < steps; ++s) rates[s] = schedule_(global_step + s);
@@ -243,40 +248,43 @@ class Learner {
       float learning_rate = schedule_(global_step);
       const auto epoch_start = detail::LearnerClock::now();
 
-      auto range = loader.iter();
-      wait.start();
-      auto it = range.begin();
-      wait.stop();
-      for (std::size_t step = 0; it != range.end(); ++step) {
-        learning_rate = schedule_(global_step);
-        replica.step(*it, learning_rate);
-        ++global_step;
-        if (d == 0) {
-          run.result->global_step = global_step;
-          if (progress.due(step)) {
-            tally.settle(replica);
-            progress.show(step, tally.sums());
-          }
-        }
-        if (checkpoints_.due_after_step(global_step)) {
-          const std::vector<float> state = replica.whole_optimizer_state();
-          if (d == 0) {
-            tally.settle(replica);
-            checkpoints_.write(replica, state,
-                               TrainingProgress{epoch, global_step, loader.state(), tally.sums()});
-          }
-        }
-        if (options_.stop_after_steps != 0 && global_step >= options_.stop_after_steps) {
-          if (d == 0) {
-            tally.settle(replica);
-            run.result->stopped_early = true;
-          }
-          replica.finish();
-          return;
-        }
+      if (!steps_done) {
+        auto range = loader.iter();
         wait.start();
-        ++it;
+        auto it = range.begin();
         wait.stop();
+        for (std::size_t step = 0; it != range.end(); ++step) {
+          learning_rate = schedule_(global_step);
+          replica.step(*it, learning_rate);
+          ++global_step;
+          if (d == 0) {
+            run.result->global_step = global_step;
+            if (progress.due(step)) {
+              tally.settle(replica);
+              progress.show(step, tally.sums());
+            }
+          }
+          if (checkpoints_.due_after_step(global_step)) {
+            const std::vector<float> state = replica.whole_optimizer_state();
+            if (d == 0) {
+              tally.settle(replica);
+              checkpoints_.write(
+                  replica, state,
+                  TrainingProgress{epoch, global_step, loader.state(), tally.sums()});
+            }
+          }
+          if (options_.stop_after_steps != 0 && global_step >= options_.stop_after_steps) {
+            if (d == 0) {
+              tally.settle(replica);
+              run.result->stopped_early = true;
+            }
+            replica.finish();
+            return;
+          }
+          wait.start();
+          ++it;
+          wait.stop();
+        }
       }
       if (d == 0) tally.settle(replica);
       const double train_seconds = detail::seconds_since(epoch_start);
