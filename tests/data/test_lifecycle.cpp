@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <fstream>
 #include <functional>
+#include <future>
 #include <iostream>
 #include <memory>
 #include <optional>
@@ -33,16 +34,6 @@ using stoke::testing::items_builder;
 using stoke::testing::patience;
 using stoke::testing::thread_count;
 using Clock = std::chrono::steady_clock;
-
-/// Sample `i` is `i`, read slowly (the workers are busy most of the time).
-struct SlowSamples {
-  std::size_t count = 0;
-  [[nodiscard]] std::size_t size() const { return count; }
-  [[nodiscard]] std::size_t get(std::size_t index) const {
-    std::this_thread::sleep_for(std::chrono::microseconds(200));
-    return index;
-  }
-};
 
 std::vector<std::size_t> iota(std::size_t count) {
   std::vector<std::size_t> out(count);
@@ -75,7 +66,7 @@ TEST(LoaderInterrupt, EndsAWaitPromptlyAndTheNextWaitTakesTheSameBatch) {
   seen.insert(seen.end(), it->data.items.begin(), it->data.items.end());  // step 1
   Clock::time_point interrupted_at;
   std::thread interrupter([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the consumer waits by then
+    ASSERT_TRUE(dataset.reached->set_within(patience));  // step 2 waits at the gate
     interrupted_at = Clock::now();
     range.interrupt();
   });
@@ -153,14 +144,16 @@ TEST(LoaderClose, JoinsTheWorkersEndsTheOpenRangeAndLetsTheLoaderStartAgain) {
 
 TEST(LoaderDrop, AnotherThreadDropsALoaderMidEpochAndItsWorkersAreJoined) {
   const std::size_t before = baseline_thread_count();
-  auto loader =
-      items_builder().batch_size(4).num_workers(3).queue_depth(4).build(SlowSamples{4000});
+  const GatedDataset dataset{.count = 4000, .gated_from = 8};  // the workers wait from step 2
+  auto loader = items_builder().batch_size(4).num_workers(3).queue_depth(4).build(dataset);
   std::thread owner([moved = std::move(loader)]() mutable {
     auto range = moved.iter();
     auto it = range.begin();
     ++it;  // mid-epoch, the workers busy reading ahead; the range and the loader go here
   });
+  ASSERT_TRUE(dataset.reached->set_within(patience));
   const auto start = Clock::now();
+  dataset.gate->open();  // the batches in flight end; the drop waits for them only
   owner.join();
   EXPECT_EQ(thread_count(), before);
   EXPECT_LT(ms_since(start), 1000.0) << "a drop waits for the batches in flight only";
@@ -178,24 +171,28 @@ int in_forked_child(const std::function<bool()>& child) {
     }
     ::_exit(code);  // no atexit handlers, no test framework teardown in the child
   }
-  const auto deadline = Clock::now() + patience;
-  int status = 0;
-  while (::waitpid(pid, &status, WNOHANG) == 0) {
-    if (Clock::now() > deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, &status, 0);
-      return -1;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  auto ended = std::async(std::launch::async, [pid] {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    return status;
+  });
+  if (ended.wait_for(patience) != std::future_status::ready) {
+    ::kill(pid, SIGKILL);
+    ended.wait();
+    return -1;
   }
+  const int status = ended.get();
   return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
 TEST(LoaderFork, AChildStartsNewWorkersAndRefusesTheEpochBegunBeforeTheFork) {
-  auto loader = items_builder().batch_size(4).num_workers(2).queue_depth(4).build(SlowSamples{400});
+  const GatedDataset dataset{.count = 400, .gated_from = 8};  // the workers wait from step 2
+  auto loader = items_builder().batch_size(4).num_workers(2).queue_depth(4).build(dataset);
   auto range = loader.iter();
-  auto it = range.begin();  // the workers are busy reading ahead while the process forks
+  auto it = range.begin();
+  ASSERT_TRUE(dataset.reached->set_within(patience));  // busy reading ahead at the fork
   const int child = in_forked_child([&] {
+    dataset.gate->open();  // for the child's own workers
     bool ok = false;
     try {
       ++it;  // the epoch begun in the parent: its workers are not here
@@ -208,6 +205,7 @@ TEST(LoaderFork, AChildStartsNewWorkersAndRefusesTheEpochBegunBeforeTheFork) {
     return ok;  // the inherited range and pool are dropped here without a hang
   });
   EXPECT_EQ(child, 0) << "-1: the child hung; 1: wrong batches or no clear error";
+  dataset.gate->open();
   std::vector<std::size_t> seen(it->data.items);
   for (++it; it != range.end(); ++it)
     seen.insert(seen.end(), it->data.items.begin(), it->data.items.end());

@@ -81,9 +81,13 @@ struct GatedDataset {
   std::size_t count = 0;
   std::size_t gated_from = 0;
   std::shared_ptr<Gate> gate = std::make_shared<Gate>();
+  std::shared_ptr<Flag> reached = std::make_shared<Flag>();  ///< set when a read waits at the gate
   [[nodiscard]] std::size_t size() const { return count; }
   [[nodiscard]] std::size_t get(std::size_t index) const {
-    if (index >= gated_from) gate->wait();
+    if (index >= gated_from) {
+      reached->set();
+      gate->wait();
+    }
     return index;
   }
 };
