@@ -8,8 +8,8 @@
 // With `--workload DIR` (the realistic workload of scripts/image-workload: photographs of
 // ImageNet's size) it reads DIR/folder and DIR/shards instead, crops to 224 (--crop), and adds
 // the bound that decodes each JPEG whole at the DCT scale the crop allows (stoke's code without
-// the loader, as stoke decoded before its window decode) and stoke decoding whole, and reports
-// the bytes decoded per image: the window against the whole image.
+// the loader, as stoke decoded before its region decode) and stoke decoding whole, and reports
+// the bytes decoded per image: the region against the whole image.
 #include <sys/resource.h>
 #include <turbojpeg.h>
 
@@ -86,7 +86,7 @@ Pass timed_threads(std::size_t images, const Workload& work, const Flags& flags,
     pool.emplace_back([&, t] {
       const images::ImageShape out{flags.crop, flags.crop, 3};
       std::vector<float> batch(flags.batch * out.bytes());
-      const auto render = [&](std::size_t i, const images::WindowView& view,
+      const auto render = [&](std::size_t i, const images::RegionView& view,
                               const images::AugmentDraw& draw) {
         const std::size_t row = (i / threads) % flags.batch;
         images::render_normalized(view, draw, out, work.normalization,
@@ -134,7 +134,7 @@ Pass whole_scaled_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, cons
                        const Flags& flags, std::size_t threads, std::size_t epoch) {
   return timed_threads(jpegs.size(), work, flags, threads, [&](std::size_t t, const auto& render) {
     std::vector<std::uint8_t> decoded;
-    const images::PrepareOptions options{.channels = 3, .window_decode = false};
+    const images::PrepareOptions options{.channels = 3, .region_decode = false};
     for (std::size_t i = t; i < jpegs.size(); i += threads) {
       const images::EncodedImage item{jpegs[i], nullptr, 0, "jpeg " + std::to_string(i)};
       stoke::SampleRng rng(flags.seed, epoch, i);
@@ -144,10 +144,10 @@ Pass whole_scaled_loop(const std::vector<std::vector<std::uint8_t>>& jpegs, cons
   });
 }
 
-/// Bytes decoded per image over one epoch's draws: the window (as decoded, its left edge on an
+/// Bytes decoded per image over one epoch's draws: the region (as decoded, its left edge on an
 /// iMCU), the whole image at the same DCT scale, the whole image at full size.
 struct DecodedBytes {
-  double window = 0;
+  double region = 0;
   double whole_scaled = 0;
   double whole = 0;
 };
@@ -161,26 +161,26 @@ DecodedBytes decoded_bytes(const std::vector<std::vector<std::uint8_t>>& jpegs,
     const images::EncodedImage item{jpegs[i], nullptr, 0, "jpeg " + std::to_string(i)};
     stoke::SampleRng rng(flags.seed, 1, i);
     const images::DecodePlan plan = images::plan_decode(item, work.augmentation, options, rng);
-    // What is decoded: the window widened to whole iMCU columns on the left.
-    bytes.window += double(images::decode_planned(item, plan, scratch).pixels.shape.bytes());
+    // What is decoded: the region widened to whole iMCU columns on the left.
+    bytes.region += double(images::decode_planned(item, plan, scratch).pixels.shape.bytes());
     bytes.whole_scaled += double(plan.decoded.bytes());
     bytes.whole += double(plan.info.height) * plan.info.width * 3;
   }
   const double count = double(jpegs.size());
-  return {bytes.window / count, bytes.whole_scaled / count, bytes.whole / count};
+  return {bytes.region / count, bytes.whole_scaled / count, bytes.whole / count};
 }
 
 /// One epoch of a stoke loader over `dataset` with `flags.threads` workers, from building the
 /// loader (its first batch is timed from there) to its last batch.
 template <class Dataset>
 Pass stoke_loader(const Dataset& dataset, const Workload& work, const Flags& flags,
-                  std::size_t epoch, bool shards, bool reduced, bool window = true) {
+                  std::size_t epoch, bool shards, bool reduced, bool region = true) {
   const auto start = Clock::now();
   const double cpu_start = cpu_seconds();
   images::ImageBatcher batcher{
       .augmentation = work.augmentation,
       .normalization = work.normalization,
-      .decoding = {.channels = 3, .reduced_decode = reduced, .window_decode = window}};
+      .decoding = {.channels = 3, .reduced_decode = reduced, .region_decode = region}};
   auto builder = stoke::DataLoaderBuilder<stoke::cpu::Backend, images::ImageBatcher>(batcher)
                      .batch_size(flags.batch)
                      .num_workers(flags.threads);
@@ -331,15 +331,15 @@ int main(int argc, char** argv) {
     if (realistic) {
       const DecodedBytes bytes = decoded_bytes(jpegs, work, flags, true);
       std::printf(
-          "bytes decoded per image: window %.0f, whole at the DCT scale %.0f, whole at full size "
+          "bytes decoded per image: region %.0f, whole at the DCT scale %.0f, whole at full size "
           "%.0f\n",
-          bytes.window, bytes.whole_scaled, bytes.whole);
-      std::printf("ratio image_window_bytes_over_whole_scaled: %.3f\n",
-                  bytes.window / bytes.whole_scaled);
-      std::printf("ratio image_window_over_bound: %.3f\n", median(series[4].rates) / bound);
-      std::printf("ratio image_window_over_whole_scaled_bound: %.3f\n",
+          bytes.region, bytes.whole_scaled, bytes.whole);
+      std::printf("ratio image_region_bytes_over_whole_scaled: %.3f\n",
+                  bytes.region / bytes.whole_scaled);
+      std::printf("ratio image_region_over_bound: %.3f\n", median(series[4].rates) / bound);
+      std::printf("ratio image_region_over_whole_scaled_bound: %.3f\n",
                   median(series[4].rates) / median(series[5].rates));
-      std::printf("ratio image_window_over_whole_decode: %.3f\n",
+      std::printf("ratio image_region_over_whole_decode: %.3f\n",
                   median(series[4].rates) / median(series[6].rates));
     }
   } catch (const std::exception& error) {

@@ -44,6 +44,8 @@
 
 #include <stoke/stoke.hpp>
 
+#include "proc_status.hpp"
+
 namespace {
 
 constexpr std::size_t overhead_items = 1'000'000;
@@ -437,19 +439,6 @@ BENCHMARK(first_batch_copy)
 
 // ---------------------------------------------------------------------------------------------
 // Workload 5: peak resident memory (run as `loader_bench --peak-memory`).
-
-/// A field of /proc/self/status in bytes (the kernel reports kB).
-std::size_t proc_status_bytes(const char* field) {
-  std::ifstream in("/proc/self/status");
-  std::string line;
-  const std::size_t length = std::strlen(field);
-  while (std::getline(in, line)) {
-    if (line.compare(0, length, field) == 0 && line.size() > length && line[length] == ':') {
-      return std::stoull(line.substr(length + 1)) * 1024;
-    }
-  }
-  return 0;
-}
 
 /// One sample of the memory trace: milliseconds since the loader was built, RssAnon bytes.
 struct MemorySample {

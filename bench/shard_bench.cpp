@@ -27,6 +27,8 @@
 
 #include <stoke/stoke.hpp>
 
+#include "stack_rows.hpp"
+
 namespace {
 
 using Clock = std::chrono::steady_clock;
@@ -106,22 +108,6 @@ std::vector<std::filesystem::path> write_files(const Flags& flags) {
   }
   return files;
 }
-
-/// Stacks a batch's rows into one float32 tensor [rows, row length], as PyTorch's default
-/// collate does: the contiguous batch a model step takes.
-struct StackRows {
-  stoke::cpu::BufferPool pool{};
-
-  stoke::cpu::Tensor<float> batch(std::vector<stoke::ArrayRow<float>> rows,
-                                  const stoke::cpu::Device& device) const {
-    const std::size_t length = rows.empty() ? 0 : rows.front().values.size();
-    auto out = stoke::cpu::Tensor<float>::uninitialized({rows.size(), length}, device, pool);
-    for (std::size_t i = 0; i < rows.size(); ++i) {
-      std::ranges::copy(rows[i].values, out.row(i).begin());
-    }
-    return out;
-  }
-};
 
 auto builder(const Flags& flags, std::size_t workers) {
   return stoke::DataLoaderBuilder<stoke::cpu::Backend, SumBatcher>({})
@@ -219,12 +205,7 @@ int throughput(const Flags& flags, const std::vector<std::filesystem::path>& fil
   const auto start = Clock::now();
   const stoke::ShardedArrays<float> data(files, stoke::npy_format(),
                                          {.resident = flags.resident, .io_threads = 1});
-  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, StackRows>({})
-                    .batch_size(flags.batch)
-                    .shuffle_shards(3)
-                    .num_workers(flags.workers)
-                    .pad()
-                    .build(data);
+  auto loader = stoke_bench::stacked_loader(data, flags.batch, flags.workers);
   const std::size_t samples = flags.shards * flags.rows;
   double first_batch = 0;
   std::size_t batches = 0;

@@ -12,6 +12,10 @@ option(STOKE_TEST_PCH
 option(STOKE_UNITY_TESTS
   "Compile each test executable of several sources as one translation unit (a unity build): \
 its sources instantiate the same templates, which are then compiled once" ON)
+option(STOKE_CONSUMER_TESTS
+  "Add the install tests' consumer projects (cmake --install, find_package, add_subdirectory, \
+FetchContent): they check CMake packaging, the same whatever the compiler, so the gcc preset \
+leaves them to the default preset (tests/install's near misses, compiler diagnostics, run in both)" ON)
 option(STOKE_TEST_PER_CASE
   "One CTest test per GoogleTest case (gtest_discover_tests) instead of one per test executable" OFF)
 
@@ -60,6 +64,19 @@ if(NOT TARGET stoke_test_support)
                               ${PROJECT_SOURCE_DIR}/tests/support/stoke_test_support.hpp)
   endif()
 endif()
+
+# A test program that crashes prints its stack (tests/support/crash_report.cpp), for crashes
+# seen only on another machine. Compiled once; stoke_test_reports_crashes(<target>) links its
+# object into <target> (every stoke_add_test executable does).
+if(NOT TARGET stoke_crash_report)
+  add_library(stoke_crash_report OBJECT ${PROJECT_SOURCE_DIR}/tests/support/crash_report.cpp)
+  target_include_directories(stoke_crash_report PRIVATE ${PROJECT_SOURCE_DIR}/tests/support)
+  target_compile_features(stoke_crash_report PRIVATE cxx_std_20)
+  target_link_libraries(stoke_crash_report INTERFACE ${CMAKE_DL_LIBS})
+endif()
+function(stoke_test_reports_crashes target)
+  target_link_libraries(${target} PRIVATE stoke_crash_report)
+endfunction()
 
 # stoke_test_use_pch(<target>): <target>, which links stoke_test_support, compiles with its
 # precompiled header (where STOKE_TEST_PCH is ON). Its sources see that header first; a
@@ -165,6 +182,7 @@ function(stoke_add_test name)
   endif()
   add_executable(${name} ${ARG_SOURCES})
   target_link_libraries(${name} PRIVATE stoke_test_support ${ARG_LIBRARIES})
+  stoke_test_reports_crashes(${name})
   stoke_test_use_pch(${name})
   stoke_test_use_unity_build(${name})
   stoke_add_gtest(${name} LABELS ${ARG_LABELS})

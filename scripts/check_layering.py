@@ -3,7 +3,9 @@
 
 stoke's arrows point downward only. From the bottom: the modules (what loading data needs),
 the learner's kernel contract (learner/kernels/, which the CUDA and Vulkan backends
-implement), the backends, the learner. No area reaches into another area's `detail/`.
+implement), the backends, the learner; beside the learner, the adapters (adapters/: stoke's
+batches as another framework's types, stoke::libtorch), which only users include. No area
+reaches into another area's `detail/`.
 
 1. A header under modules/ includes no backend (<stoke/cpu|cuda|vulkan/...>) and nothing of
    the learner (<stoke/learner/...>, its kernels included). The umbrella header
@@ -17,9 +19,12 @@ implement), the backends, the learner. No area reaches into another area's `deta
    (<stoke/learner/kernels/...>).
 5. No file includes another area's detail header (<stoke/AREA/detail/...> from outside
    AREA): an area's detail/ is its own. The areas are the folders that hold the headers:
-   modules/core, data, dist, images; backends/cpu, cuda, vulkan, libtorch; learner.
+   modules/core, data, dist, images; backends/cpu, cuda, vulkan; learner; adapters/libtorch.
+6. No library (modules/, learner/, backends/) includes an adapter (<stoke/libtorch/...>): an
+   adapter is for users (examples, tests, their programs), and it may include any of them.
 
-Every source folder is read: modules/, backends/, learner/, examples/, tests/, bench/, python/
+Every source folder is read: modules/, backends/, learner/, adapters/, examples/, tests/,
+bench/, python/
 (examples, tests, benchmarks and the Python package are users: only rule 5 binds them, and only
 where they sit in an area). Before reading the tree the check plants each kind of wrong-way
 include in a scratch tree and fails unless every one is found there, and nothing in a tree
@@ -35,8 +40,10 @@ import tempfile
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*<stoke/([a-z_]+)/((?:detail|kernels)/)?[^>]*>')
 BACKENDS = {"cpu", "cuda", "vulkan"}
+ADAPTERS = {"libtorch"}
+LIBRARIES = ("modules/", "learner/", "backends/")
 UMBRELLAS = {"modules/include/stoke/stoke.hpp", "modules/stoke.cppm"}
-TREES = ("modules", "backends", "learner", "examples", "tests", "bench", "python")
+TREES = ("modules", "backends", "learner", "adapters", "examples", "tests", "bench", "python")
 SUFFIXES = {".hpp", ".cpp", ".cu", ".cuh", ".cppm", ".h"}
 RULES = {
     "upward": "modules/ includes <stoke/{area}/...>",
@@ -44,6 +51,7 @@ RULES = {
     "kernels": "the learner's kernel contract includes <stoke/{area}/...> (it sits below them)",
     "backend": "a backend includes <stoke/learner/...> beyond <stoke/learner/kernels/...>",
     "detail": "the {own} area includes {area}'s detail/",
+    "adapter": "a library includes the adapter <stoke/{area}/...> (adapters are for users)",
 }
 
 # The self-test: a file, a line, and the rule it must break (None: it breaks none).
@@ -64,6 +72,13 @@ PLANTED = (
     ("learner/include/stoke/learner/x.hpp", "#include <stoke/learner/kernels/x.hpp>", None),
     ("backends/cuda/include/stoke/cuda/x.hpp", "#include <stoke/learner/kernels/x.hpp>", None),
     ("tests/learner/x.cpp", "#include <stoke/cuda/backend.hpp>", None),
+    ("backends/cuda/include/stoke/cuda/y.hpp", "#include <stoke/libtorch/tensors.hpp>", "adapter"),
+    ("modules/data/include/stoke/data/y.hpp", "#include <stoke/libtorch/tensors.hpp>", "adapter"),
+    ("learner/include/stoke/learner/y.hpp", "#include <stoke/libtorch/tensors.hpp>", "adapter"),
+    ("adapters/libtorch/include/stoke/libtorch/x.hpp", "#include <stoke/cuda/batcher.hpp>", None),
+    ("adapters/libtorch/include/stoke/libtorch/y.hpp", "#include <stoke/data/detail/order.hpp>",
+     "detail"),
+    ("tests/libtorch/x.cpp", "#include <stoke/libtorch/tensors.hpp>", None),
 )
 
 
@@ -98,6 +113,8 @@ def broken_rules(rel: str, line: str) -> list[str]:
         broken.append("backend")
     if sub == "detail/" and own is not None and area != own:
         broken.append("detail")
+    if rel.startswith(LIBRARIES) and area in ADAPTERS:
+        broken.append("adapter")
     return broken
 
 

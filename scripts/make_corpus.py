@@ -13,12 +13,18 @@ synthetic: a corpus of any size (10 billion tokens when asked; the tests use a f
     stores of about equal size, a document at a time, so memory does not grow with the corpus
     beyond the writer's index (12 bytes a document).
 
-    make_corpus.py real OUT_PREFIX [--source DIR] [--tokenizer gpt2|bytes]
+    --sparse writes the lengths only: every token is 0 and each .bin file is sparse (a hole
+    of the right size, no disk), for measurements where the corpus's size, not its tokens, is
+    the point (scripts/sequence-bench's 10-billion-token corpus: a 24 MB index, no 40 GB).
+    --dtype int32 writes 32-bit tokens (what stoke's packed batches hold) instead of uint16.
+
+    make_corpus.py real OUT_PREFIX [--source DIR] [--tokenizer gpt2|bytes] [--dtype T]
     make_corpus.py synthetic OUT_DIR --lengths-from PREFIX --tokens N [--shards K] [--seed S]
+                   [--dtype T] [--sparse]
 
 scripts/make-corpus sets up what this needs (python3.11-doc, a venv with numpy and blingfire).
-The stores are written with scripts/token_store.py's numpy writer: stoke_loader has no writer
-of its own yet.
+The stores are written with stoke_loader's numpy writer (token_store_writer.py, through
+scripts/token_store.py).
 """
 import argparse
 import os
@@ -28,7 +34,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from token_store import TokenStoreWriter, write_texts  # noqa: E402
+from token_store import CODES, TokenStoreWriter, write_texts  # noqa: E402
 
 PYTHON_DOCS = "/usr/share/doc/python3.11/html/_sources"
 END_OF_TEXT = 50256  # GPT-2's <|endoftext|>
@@ -53,7 +59,7 @@ def utf8_bytes(text):
     return np.frombuffer(text.encode("utf-8"), dtype=np.uint8)
 
 
-def write_real(prefix, source, tokenize):
+def write_real(prefix, source, tokenize, dtype=np.uint16):
     """Writes every text file under `source`, tokenized by `tokenize`, as a document of
     `prefix`, each followed by END_OF_TEXT; returns the documents and tokens written."""
     files = sorted(p for p in pathlib.Path(source).rglob("*") if p.is_file()
@@ -61,32 +67,38 @@ def write_real(prefix, source, tokenize):
     if not files:
         raise SystemExit(f"make_corpus: no .txt file under {source} (install python3.11-doc)")
     texts = (path.read_text(encoding="utf-8", errors="replace") for path in files)
-    return write_texts(prefix, texts, tokenize, np.uint16, end_of_document=END_OF_TEXT)
+    return write_texts(prefix, texts, tokenize, dtype, end_of_document=END_OF_TEXT)
 
 
 def read_lengths(prefix):
     """The sequence lengths of the store `prefix` and its largest token (numpy, in place)."""
     index = np.memmap(prefix + ".idx", mode="r", dtype=np.uint8)
+    dtype = {code: t for t, code in CODES.items()}[int(index[17])]
     sequences = int(index[18:26].view(np.uint64)[0])
     lengths = np.frombuffer(index, np.int32, sequences, 34)
-    data = np.memmap(prefix + ".bin", mode="r", dtype=np.uint16)
+    data = np.memmap(prefix + ".bin", mode="r", dtype=dtype)
     return lengths[lengths > 0], int(data.max())
 
 
-def write_synthetic(out_dir, lengths_from, tokens, shards=1, seed=0):
-    """Writes about `tokens` tokens as `shards` stores in `out_dir`; returns the documents."""
+def write_synthetic(out_dir, lengths_from, tokens, shards=1, seed=0, dtype=np.uint16,
+                    sparse=False):
+    """Writes about `tokens` tokens as `shards` stores in `out_dir` (all zero in sparse files
+    with `sparse`); returns the documents."""
     lengths, largest = read_lengths(lengths_from)
     random = np.random.default_rng(seed)
     os.makedirs(out_dir, exist_ok=True)
     per_shard = -(-tokens // shards)
     documents = 0
     for shard in range(shards):
-        writer = TokenStoreWriter(os.path.join(out_dir, f"synthetic_{shard:05d}"), np.uint16)
+        writer = TokenStoreWriter(os.path.join(out_dir, f"synthetic_{shard:05d}"), dtype)
         left = min(per_shard, tokens - shard * per_shard)
         while left > 0:
             for length in random.choice(lengths, size=1024):
                 length = min(int(length), left)
-                writer.add_document(random.integers(0, largest + 1, length, dtype=np.uint16))
+                if sparse:
+                    writer.add_zero_document(length)
+                else:
+                    writer.add_document(random.integers(0, largest + 1, length, dtype=dtype))
                 documents += 1
                 left -= length
                 if left == 0:
@@ -102,20 +114,23 @@ def main():
     real.add_argument("prefix")
     real.add_argument("--source", default=PYTHON_DOCS)
     real.add_argument("--tokenizer", choices=["gpt2", "bytes"], default="gpt2")
+    real.add_argument("--dtype", choices=["uint16", "int32"], default="uint16")
     synthetic = commands.add_parser("synthetic", help="any number of tokens, real lengths")
     synthetic.add_argument("out_dir")
     synthetic.add_argument("--lengths-from", required=True, help="prefix of a real store")
     synthetic.add_argument("--tokens", type=int, required=True)
     synthetic.add_argument("--shards", type=int, default=1)
     synthetic.add_argument("--seed", type=int, default=0)
+    synthetic.add_argument("--dtype", choices=["uint16", "int32"], default="uint16")
+    synthetic.add_argument("--sparse", action="store_true", help="zero tokens, sparse .bin")
     args = parser.parse_args()
     if args.command == "real":
         tokenize = gpt2_tokenizer() if args.tokenizer == "gpt2" else utf8_bytes
-        documents, tokens = write_real(args.prefix, args.source, tokenize)
+        documents, tokens = write_real(args.prefix, args.source, tokenize, np.dtype(args.dtype))
         print(f"make_corpus: {args.prefix}: {documents} documents, {tokens} tokens")
     else:
         documents = write_synthetic(args.out_dir, args.lengths_from, args.tokens, args.shards,
-                                    args.seed)
+                                    args.seed, np.dtype(args.dtype), args.sparse)
         print(f"make_corpus: {args.out_dir}: {args.shards} stores, {documents} documents, "
               f"{args.tokens} tokens")
 

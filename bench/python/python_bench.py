@@ -218,10 +218,10 @@ def stoke_jpeg_config():
         import stoke_loader as sl
 
         # As image_bench's "stoke, image folder": random resized crop, flip, normalise, the
-        # window decode, not the reduced-size one (image_peers.py's MEAN and STD).
+        # region decode, not the reduced-size one (image_peers.py's MEAN and STD).
         source = sl.image_folder(args.folder, args.crop, crop="random", flip=0.5,
                                  normalize=(image_peers.MEAN, image_peers.STD),
-                                 reduced_decode=False, window_decode=True)
+                                 reduced_decode=False, region_decode=True)
         loader = sl.Loader(source, batch_size=args.batch, shuffle=True, seed=11,
                            num_workers=args.workers)
 

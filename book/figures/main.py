@@ -18,6 +18,7 @@ import demo
 import memory
 import pipeline
 import prefetch
+import sequences
 import split
 import style
 from data import ROOT, DataError, relative
@@ -33,6 +34,9 @@ PICTURES: dict[str, Callable[[Path], Path]] = {
     "demo_metrics": demo.demo_metrics,
     "prefetch_timeline": prefetch.prefetch_timeline,
     "memory_timeline": memory.memory_timeline,
+    "sequences_packed": sequences.packed_batch,
+    "sequences_bucketed": sequences.bucketed_epoch,
+    "sequences_mixture": sequences.mixture,
 }
 """Every picture, by name: the function that draws it into a folder and returns its path."""
 

@@ -46,11 +46,11 @@ struct Flags {
   std::uint64_t seed = 7;                     ///< shuffle, augmentation and weights
   std::filesystem::path workload;  ///< the realistic workload's folder (scripts/image-workload)
   std::size_t hidden = 256;        ///< units of the MLP's hidden layer
-  bool whole_decode = false;       ///< decode JPEGs whole, not only the crop's window
+  bool whole_decode = false;       ///< decode JPEGs whole, not only the crop's region
 };
 
 /// Where a row's time goes, on one thread over the first `count` samples of `source`: reading
-/// the header and drawing, decoding (only the window, unless the batcher says otherwise), and
+/// the header and drawing, decoding (only the region, unless the batcher says otherwise), and
 /// rendering (crop, resize, flip, normalise); and the bytes decoded against the whole images'.
 template <class Source>
 void print_decode_share(const Source& source, const stoke::images::ImageBatcher& batcher,
@@ -62,7 +62,7 @@ void print_decode_share(const Source& source, const stoke::images::ImageBatcher&
   double plan_s = 0;
   double decode_s = 0;
   double render_s = 0;
-  std::uint64_t window_bytes = 0;
+  std::uint64_t region_bytes = 0;
   std::uint64_t whole_bytes = 0;
   std::uint64_t scaled_bytes = 0;
   count = std::min(count, source.size());
@@ -73,7 +73,7 @@ void print_decode_share(const Source& source, const stoke::images::ImageBatcher&
     const images::DecodePlan plan =
         images::plan_decode(item, batcher.augmentation, batcher.decoding, rng);
     const auto t1 = Clock::now();
-    const images::WindowView decoded = images::decode_planned(item, plan, scratch);
+    const images::RegionView decoded = images::decode_planned(item, plan, scratch);
     const auto t2 = Clock::now();
     images::render_normalized(decoded, plan.draw, batcher.output_shape(), batcher.normalization,
                               row);
@@ -81,7 +81,7 @@ void print_decode_share(const Source& source, const stoke::images::ImageBatcher&
     plan_s += std::chrono::duration<double>(t1 - t0).count();
     decode_s += std::chrono::duration<double>(t2 - t1).count();
     render_s += std::chrono::duration<double>(t3 - t2).count();
-    window_bytes += decoded.pixels.shape.bytes();
+    region_bytes += decoded.pixels.shape.bytes();
     whole_bytes += std::uint64_t{plan.info.height} * plan.info.width * plan.decoded.channels;
     scaled_bytes += plan.decoded.bytes();
   }
@@ -92,9 +92,9 @@ void print_decode_share(const Source& source, const stoke::images::ImageBatcher&
       "bytes decoded an image: %.0f; whole at the same DCT scale %.0f (%.3f), whole at full "
       "size %.0f (%.3f)\n",
       count, double(count) / total, 100 * decode_s / total, 100 * plan_s / total,
-      100 * render_s / total, double(window_bytes) / double(count),
-      double(scaled_bytes) / double(count), double(window_bytes) / double(scaled_bytes),
-      double(whole_bytes) / double(count), double(window_bytes) / double(whole_bytes));
+      100 * render_s / total, double(region_bytes) / double(count),
+      double(scaled_bytes) / double(count), double(region_bytes) / double(scaled_bytes),
+      double(whole_bytes) / double(count), double(region_bytes) / double(whole_bytes));
 }
 
 /// A tar shard of `count` training images cut short (a JPEG that ends early), to show the
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", flags.hidden, "units of the MLP's hidden layer")
       ->capture_default_str();
   app.add_flag("--whole-decode", flags.whole_decode,
-               "decode each JPEG whole, not only the window its crop reads");
+               "decode each JPEG whole, not only the region its crop reads");
   CLI11_PARSE(app, argc, argv);
 
   namespace images = stoke::images;
@@ -182,7 +182,7 @@ int main(int argc, char** argv) {
         realistic ? images::Normalization({0.485F, 0.456F, 0.406F}, {0.229F, 0.224F, 0.225F})
                   : images::Normalization(0.2860F, 0.3530F);
     const images::PrepareOptions decoding{.channels = channels,
-                                          .window_decode = !flags.whole_decode};
+                                          .region_decode = !flags.whole_decode};
     const std::array<float, 2> scale =
         realistic ? std::array{0.08F, 1.0F} : std::array{0.35F, 1.0F};
 

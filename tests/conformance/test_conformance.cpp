@@ -213,7 +213,7 @@ TYPED_TEST(Conformance, ABatcherFailureReachesTheConsumerAsDataError) {
     for (auto& batch : prefetched.iter()) steps.push_back(batch.step);
     FAIL() << "expected a DataError";
   } catch (const stoke::DataError& error) {
-    EXPECT_EQ(error.context().stage, "batch");
+    EXPECT_EQ(error.context().activity, "batch");
     EXPECT_EQ(error.context().step, 2u);
     EXPECT_EQ(error.context().device, stoke::device_name(typename TestFixture::Device{}));
     EXPECT_THAT(error.what(), ::testing::HasSubstr("the batcher failed on item 9"));
@@ -238,7 +238,7 @@ TYPED_TEST(Conformance, AnUploadFailureReachesTheConsumerAsDataError) {
       for (auto& batch : prefetched.iter()) steps.push_back(batch.step);
       FAIL() << "expected a DataError";
     } catch (const stoke::DataError& error) {
-      EXPECT_EQ(error.context().stage, "upload");
+      EXPECT_EQ(error.context().activity, "upload");
       EXPECT_EQ(error.context().step, 2u);
       EXPECT_EQ(error.context().index, 8u);
       EXPECT_THAT(error.what(), ::testing::HasSubstr("no room on the device"));
@@ -259,7 +259,7 @@ TYPED_TEST(Conformance, AFailedDeviceCopyReachesTheConsumerAsDataError) {
       for (auto& batch : prefetched.iter()) steps.push_back(batch.step);
       FAIL() << "expected a DataError";
     } catch (const stoke::DataError& error) {
-      EXPECT_EQ(error.context().stage, "fence");
+      EXPECT_EQ(error.context().activity, "fence");
       EXPECT_EQ(error.context().step, 1u);
       EXPECT_THAT(error.what(), ::testing::HasSubstr("failed copy 1"));
     }

@@ -106,6 +106,7 @@ TYPED_TEST(StepTable, AnSgdStepReadingTheTableEqualsOneGivenItsScalars) {
 
 TYPED_TEST(StepTable, SoftmaxKernelsReadingTheRealRowsOnTheDeviceEqualThoseGivenTheCount) {
   using B = TypeParam;
+  using Kernels = stoke::SoftmaxKernels<typename B::Tensor>;
   constexpr std::size_t kRows = 8, kReal = 5, kFeatures = 7, kClasses = 5;
   const std::vector<std::int32_t> labels = {0, 4, 2, 2, 1, 3, 0, 1};
   auto inputs = this->tensor(float_pattern(kRows * kFeatures, 3));
@@ -122,13 +123,13 @@ TYPED_TEST(StepTable, SoftmaxKernelsReadingTheRealRowsOnTheDeviceEqualThoseGiven
     auto reduced = B::zeros(this->device_, kFeatures * kClasses + kClasses + 3);
     auto sums = B::zeros(this->device_, 3);
     if (on_device) {
-      B::softmax_forward(shape, inputs, device_labels, parameters, dlogits, item_stats, real_rows);
-      B::softmax_gradients(shape, inputs, dlogits, item_stats, reduced, real_rows);
-      B::add_softmax_sums(shape, item_stats, sums, real_rows);
+      Kernels::forward(shape, inputs, device_labels, parameters, dlogits, item_stats, real_rows);
+      Kernels::gradients(shape, inputs, dlogits, item_stats, reduced, real_rows);
+      Kernels::add_sums(shape, item_stats, sums, real_rows);
     } else {
-      B::softmax_forward(shape, inputs, device_labels, parameters, dlogits, item_stats);
-      B::softmax_gradients(shape, inputs, dlogits, item_stats, reduced);
-      B::add_softmax_sums(shape, item_stats, sums);
+      Kernels::forward(shape, inputs, device_labels, parameters, dlogits, item_stats);
+      Kernels::gradients(shape, inputs, dlogits, item_stats, reduced);
+      Kernels::add_sums(shape, item_stats, sums);
     }
     results[on_device ? 1 : 0] = {B::download(dlogits), B::download(item_stats),
                                   B::download(reduced), B::download(sums)};

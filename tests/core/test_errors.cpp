@@ -58,7 +58,7 @@ TEST(Errors, ACallInTheWrongStateIsAStateErrorAndAUsageError) {
   } catch (const stoke::UsageError& error) {
     EXPECT_NE(dynamic_cast<const stoke::StateError*>(&error), nullptr);
     EXPECT_THAT(error.what(), ::testing::HasSubstr("superseded by a later iter()"));
-    EXPECT_THAT(error.where().file_name(), ::testing::EndsWith("worker_pool.hpp"));
+    EXPECT_THAT(error.where().file_name(), ::testing::EndsWith("worker_pool_core.hpp"));
   }
 }
 
@@ -76,6 +76,20 @@ TEST(Errors, ADeviceCountInTheEnvironmentThatIsNoCountIsAnInputError) {
   }
   EXPECT_EQ(message, "stoke: the environment variable STOKE_CPU_DEVICES is 'two', not a count");
   EXPECT_EQ(three, 3u);
+}
+
+TEST(Errors, ADataErrorNamesItsActivityByTheNewNameAndByTheOldNameStage) {
+  const stoke::DataError by_new({.index = 4, .worker = "worker 1", .activity = "get"}, "bad");
+  EXPECT_EQ(by_new.context().activity, "get");
+  EXPECT_EQ(by_new.context().stage, "get");
+  EXPECT_THAT(by_new.what(), ::testing::HasSubstr("stoke: get failed at dataset index 4"));
+  // Code written against the old name still names the activity.
+  const stoke::DataError by_old({.index = 5, .stage = "batch", .worker = "caller"}, "bad");
+  EXPECT_EQ(by_old.context().activity, "batch");
+  EXPECT_EQ(by_old.context().stage, "batch");
+  EXPECT_THAT(by_old.what(), ::testing::HasSubstr("stoke: batch failed at dataset index 5"));
+  const stoke::TimeoutError timeout({.stage = "get_many"}, "late");
+  EXPECT_EQ(timeout.context().activity, "get_many");
 }
 
 }  // namespace

@@ -80,9 +80,10 @@ struct RowsBatcher {
       std::fprintf(stderr, "consumer: every batch arrived, no error\n");
       code = 2;
     } catch (const stoke::DataError& error) {
-      std::fprintf(stderr, "consumer: DataError stage=%s step=%zu after %zu batches: %s\n",
-                   error.context().stage.c_str(), error.context().step, steps.size(), error.what());
-      const bool at_fence = error.context().stage == "fence" && error.context().step <= 1;
+      std::fprintf(stderr, "consumer: DataError activity=%s step=%zu after %zu batches: %s\n",
+                   error.context().activity.c_str(), error.context().step, steps.size(),
+                   error.what());
+      const bool at_fence = error.context().activity == "fence" && error.context().step <= 1;
       code = at_fence && steps.size() == error.context().step ? 0 : 3;
     } catch (const std::exception& error) {
       std::fprintf(stderr, "consumer: not a DataError: %s\n", error.what());
@@ -99,7 +100,7 @@ TEST(CudaDeviceFault, ATrapOnTheCopyStreamReachesTheConsumerAsDataError) {
   // A child that re-executes this binary: the parent's CUDA state is not forked.
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(consume_a_batch_behind_a_trap(), ::testing::ExitedWithCode(0),
-              "consumer: DataError stage=fence step=[01] .*consumer: the loader shut down");
+              "consumer: DataError activity=fence step=[01] .*consumer: the loader shut down");
 }
 
 }  // namespace

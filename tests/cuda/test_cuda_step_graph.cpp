@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -46,7 +47,6 @@ GraphRun train_on_one_gpu(const Optim& optimizer, bool capture, std::size_t epoc
                           std::size_t stop_after = 0) {
   const ToyImages train(kTrainImages), valid(100, 9);
   const auto devices = cu::Backend::devices(1);
-  const std::size_t before = cu::testing::step_graph_launches().load();
   const auto fit = [&](bool resume, std::size_t stop) {
     stoke::Learner<cu::Backend, GraphClassifier, Optim, stoke::CosineLr> learner(
         GraphClassifier(devices[0], ToyImages::kPixels, ToyImages::kClasses, kGraphSeed), optimizer,
@@ -67,11 +67,12 @@ GraphRun train_on_one_gpu(const Optim& optimizer, bool capture, std::size_t epoc
   if (!checkpoint_dir.empty()) {
     const auto [first, unused] = fit(false, stop_after);
     run.losses = first.step_losses;
+    run.launches = first.captured_steps;
   }
   const auto [result, parameters] = fit(!checkpoint_dir.empty(), 0);
   run.losses.insert(run.losses.end(), result.step_losses.begin(), result.step_losses.end());
   run.parameters = parameters;
-  run.launches = cu::testing::step_graph_launches().load() - before;
+  run.launches += result.captured_steps;
   return run;
 }
 
@@ -123,14 +124,13 @@ TEST(CudaStepGraph, ACapturedRunResumesOntoTwoLanesSeeingEverySampleOnce) {
         GraphBuilder(cu::ImageBatcher{}).batch_size(8).shuffle(5).drop_last().build(train),
         GraphBuilder(cu::ImageBatcher{}).batch_size(32).pad().build(valid));
   };
-  const std::size_t before = cu::testing::step_graph_launches().load();
   const auto first = fit(cu::lanes_over(1, 1), {.epochs = 1,
                                                 .checkpoint_dir = dir,
                                                 .checkpoint_every_steps = 10,
                                                 .log = nullptr,
                                                 .stop_after_steps = 10});
   EXPECT_TRUE(first.stopped_early);
-  EXPECT_EQ(cu::testing::step_graph_launches().load() - before, 9u);  // steps 2 to 10
+  EXPECT_EQ(first.captured_steps, 9u);  // steps 2 to 10
   const auto after = fit(cu::lanes_over(1, 2),
                          {.epochs = 1, .checkpoint_dir = dir, .resume = true, .log = nullptr});
   std::filesystem::remove_all(dir);
@@ -154,6 +154,57 @@ TEST(CudaStepGraph, AGraphIsStaleOnceATensorItTouchesIsMadeAnew) {
   EXPECT_EQ(word, 3u);  // the graph ran three times
   table = cu::Backend::zeros(device, stoke::step_table_header + 1);
   EXPECT_FALSE(graph.current());
+}
+
+// The capture's state lives in the device's context, for the capturing thread only: an
+// operation another thread enqueues on the device meanwhile is refused, not recorded, and
+// once the capture ends every thread's operations run uncaptured again.
+TEST(CudaStepGraph, AnotherThreadsOperationDuringACaptureIsRefusedAndRunsAfterIt) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const auto device = cu::Backend::devices(1).front();
+  cu::Buffer table = cu::Backend::zeros(device, stoke::step_table_header + 1);
+  cu::Buffer other = cu::Backend::zeros(device, stoke::step_table_header + 1);
+  std::string refused;
+  cu::StepGraph graph = cu::Backend::capture_step(device, [&] {
+    cu::Backend::advance_step(table);
+    std::thread([&] {
+      try {
+        cu::Backend::advance_step(other);
+      } catch (const stoke::UsageError& error) {
+        refused = error.what();
+      }
+    }).join();
+  });
+  EXPECT_NE(refused.find("from another thread while a step is captured"), std::string::npos)
+      << refused;
+  graph.launch();
+  std::thread([&] { cu::Backend::advance_step(other); }).join();
+  std::uint32_t word = 0;
+  const auto counted = cu::Backend::download(table);
+  std::memcpy(&word, counted.data(), sizeof(word));
+  EXPECT_EQ(word, 1u);  // the graph's one launch, not the capture
+  const auto other_counted = cu::Backend::download(other);
+  std::memcpy(&word, other_counted.data(), sizeof(word));
+  EXPECT_EQ(word, 1u);  // the other thread's step after the capture, not the refused one
+}
+
+// One capture at a time on a device: a capture begun inside another is a StateError.
+TEST(CudaStepGraph, ACaptureInsideACaptureOnTheSameDeviceIsRefused) {
+  STOKE_CUDA_REQUIRE_DEVICES(1);
+  const auto device = cu::Backend::devices(1).front();
+  cu::Buffer table = cu::Backend::zeros(device, stoke::step_table_header + 1);
+  EXPECT_THROW(
+      {
+        cu::StepGraph outer = cu::Backend::capture_step(device, [&] {
+          cu::StepGraph inner =
+              cu::Backend::capture_step(device, [&] { cu::Backend::advance_step(table); });
+        });
+      },
+      stoke::StateError);
+  // The refused captures left the device as it was: a new one works.
+  cu::StepGraph graph =
+      cu::Backend::capture_step(device, [&] { cu::Backend::advance_step(table); });
+  EXPECT_TRUE(graph.current());
 }
 
 }  // namespace

@@ -95,19 +95,19 @@ TEST(CudaTraining, KernelsRefuseTensorsTooSmallAndShapesTheyDoNotTake) {
                  "stoke: cuda: the parameter tensor holds 0 floats, the step needs 25");
   }
   try {
-    cu::Backend::softmax_forward({4, 4, 3, 33}, none, none, none, none, none);
+    stoke::SoftmaxKernels<cu::Buffer>::forward({4, 4, 3, 33}, none, none, none, none, none);
     FAIL() << "33 classes were accepted";
   } catch (const stoke::UsageError& error) {
     EXPECT_STREQ(error.what(),
                  "stoke: cuda: a softmax classifier of 33 classes (1 to 32 are supported)");
   }
   try {
-    cu::Backend::add_softmax_sums({4, 5, 3, 2}, none, none);
+    stoke::SoftmaxKernels<cu::Buffer>::add_sums({4, 5, 3, 2}, none, none);
     FAIL() << "5 real rows of 4 were accepted";
   } catch (const stoke::UsageError& error) {
     EXPECT_STREQ(error.what(), "stoke: cuda: a batch of 4 rows cannot have 5 real ones");
   }
-  EXPECT_THROW(cu::Backend::softmax_gradients({4, 4, 3, 2}, none, none, none, none),
+  EXPECT_THROW(stoke::SoftmaxKernels<cu::Buffer>::gradients({4, 4, 3, 2}, none, none, none, none),
                stoke::UsageError);
 }
 

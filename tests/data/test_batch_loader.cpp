@@ -174,7 +174,7 @@ TEST(BatchLoader, ErrorInBatcherIsReportedWithTheBatchsFirstIndex) {
     for (auto& batch : loader.iter()) (void)batch;
     FAIL() << "expected a DataError";
   } catch (const stoke::DataError& error) {
-    EXPECT_EQ(error.context().stage, "batch");
+    EXPECT_EQ(error.context().activity, "batch");
     EXPECT_EQ(error.context().index, 4u);
     EXPECT_THAT(error.what(), ::testing::HasSubstr("batcher refused"));
   }

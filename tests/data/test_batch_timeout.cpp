@@ -1,5 +1,5 @@
 // The batch timeout: a `get` or `batch` that hangs ends in a `TimeoutError` naming the stuck
-// worker, its stage and the dataset index, in bounded time; dropping the loader does not wait
+// worker, its activity and the dataset index, in bounded time; dropping the loader does not wait
 // for the stuck worker, which finishes safely once it returns.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -112,7 +112,7 @@ TEST(BatchTimeout, AGetThatHangsThrowsNamingTheWorkerTheStageAndTheIndex) {
   EXPECT_LT(waited, 5s);
   const stoke::DataErrorContext& where = error->context();
   EXPECT_EQ(where.index, 9U);
-  EXPECT_EQ(where.stage, "get");
+  EXPECT_EQ(where.activity, "get");
   EXPECT_EQ(where.step, 2U);
   EXPECT_EQ(where.epoch, 0U);
   EXPECT_EQ(where.device, "cpu:0");
@@ -132,7 +132,7 @@ TEST(BatchTimeout, ABatcherThatHangsIsNamedWithTheBatchsFirstIndex) {
                     .build(stoke::testing::IotaDataset{40});
   const auto error = timeout_of(loader);
   ASSERT_TRUE(error.has_value());
-  EXPECT_EQ(error->context().stage, "batch");
+  EXPECT_EQ(error->context().activity, "batch");
   EXPECT_EQ(error->context().index, 12U);
   EXPECT_EQ(error->context().step, 3U);
   EXPECT_EQ(error->context().worker, "worker 0");

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <mutex>
 #include <numeric>
@@ -282,6 +283,31 @@ TEST(WorkerPoolChunks, TheWaitingConsumerMakesChunksOfTheStepItNeeds) {
   EXPECT_EQ(opened.front(), 0u);  // the first step of an epoch is always made in chunks
 }
 
+TEST(WorkerPoolChunks, ABatchWhoseChunksAllFailReportsTheFirstChunksErrorWhicheverFailedFirst) {
+  /// Two chunks, both failing; the head batch hears of chunk 1's failure first.
+  struct TwoChunks : stoke::detail::BatchInChunks<int> {
+    [[nodiscard]] std::size_t chunks() const override { return 2; }
+    void make_chunk(std::size_t, std::size_t) override {}
+    int finish() override { return 0; }
+  };
+  stoke::detail::HeadBatch<int> head(std::make_shared<TwoChunks>(), 2, 0, 0);
+  ASSERT_TRUE(head.can_claim(2));
+  EXPECT_EQ(head.claim(), 0u);
+  EXPECT_EQ(head.claim(), 1u);
+  const auto failure = [](const char* what) {
+    return std::make_exception_ptr(std::runtime_error(what));
+  };
+  EXPECT_FALSE(head.finish_chunk(1, failure("chunk 1 failed")));
+  EXPECT_TRUE(head.finish_chunk(0, failure("chunk 0 failed")));
+  const auto result = head.result();
+  ASSERT_TRUE(result.error);
+  try {
+    std::rethrow_exception(result.error);
+  } catch (const std::runtime_error& error) {
+    EXPECT_STREQ(error.what(), "chunk 0 failed");
+  }
+}
+
 TEST(MultiThreadLoaderChunks, TheFirstBatchOfEveryEpochIsFilledByMoreThanOneThread) {
   if (!two_chunk_makers()) GTEST_SKIP() << "one processor: only one thread makes chunks at once";
   const RecordingBatcher batcher{{.threads_per_batch = 2}};
@@ -346,7 +372,7 @@ TEST(MultiThreadLoaderChunks, AFailedChunkNamesTheIndexOfItsRowAndTheThreadThatF
   } catch (const stoke::DataError& error) {
     EXPECT_EQ(error.context().index, 2u);
     EXPECT_EQ(error.context().step, 0u);
-    EXPECT_EQ(error.context().stage, "batch");
+    EXPECT_EQ(error.context().activity, "batch");
     EXPECT_THAT(error.context().worker, testing::AnyOf("worker 0", "consumer"));
     EXPECT_THAT(error.what(), testing::HasSubstr("cannot batch item 2"));
   }
@@ -378,7 +404,7 @@ TEST(MultiThreadLoaderChunks, ABatchThatCannotBeginNamesItsFirstIndex) {
     FAIL() << "a ragged batch was stacked";
   } catch (const stoke::DataError& error) {
     EXPECT_EQ(error.context().index, 4u);  // the batch's first index
-    EXPECT_EQ(error.context().stage, "batch");
+    EXPECT_EQ(error.context().activity, "batch");
     EXPECT_THAT(error.what(), testing::HasSubstr("item 1 of the batch has 2 elements"));
   }
 }

@@ -186,6 +186,12 @@ int in_forked_child(const std::function<bool()>& child) {
 }
 
 TEST(LoaderFork, AChildStartsNewWorkersAndRefusesTheEpochBegunBeforeTheFork) {
+  // The gcc, default and asan runs test this; in a CI run under ThreadSanitizer the child hung
+  // in TSan's own runtime (it documents that threads started after a multithreaded fork are
+  // not supported).
+  if (stoke::testing::under_thread_sanitizer) {
+    GTEST_SKIP() << "ThreadSanitizer's runtime may deadlock a child forked while threads run";
+  }
   const GatedDataset dataset{.count = 400, .gated_from = 8};  // the workers wait from step 2
   auto loader = items_builder().batch_size(4).num_workers(2).queue_depth(4).build(dataset);
   auto range = loader.iter();

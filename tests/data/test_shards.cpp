@@ -181,6 +181,12 @@ struct CountedCache {
   }
 };
 
+TEST(ShardCache, ReadsAheadAllButTheShardInUseByItsOldNameToo) {
+  EXPECT_EQ(stoke::read_ahead_depth({.resident = 3}), 2u);
+  EXPECT_EQ(stoke::read_ahead_depth({.resident = 1}), 0u);
+  EXPECT_EQ(stoke::read_ahead_window({.resident = 3}), 2u);  // the old name
+}
+
 TEST(ShardCache, KeepsAtMostKShardsAndEvictsTheLeastRecentlyUsed) {
   CountedCache counted(5, {.resident = 2, .io_threads = 0});
   auto& cache = counted.cache;
@@ -216,6 +222,48 @@ TEST(ShardCache, ReadsThePlansNextShardsAheadAndNeverHoldsMoreThanK) {
   EXPECT_EQ(counted.all_reads(), (std::vector<int>{1, 1, 1, 1, 1, 1})) << "each shard read once";
   EXPECT_GE(stats.hits + stats.waits, 5U) << "the shards after the first were read ahead";
   EXPECT_LE(stats.max_resident, 3U);
+}
+
+TEST(ShardCache, TheEpochsFirstShardIsReadAloneThenTheOthersAheadTogether) {
+  // Shard 0's read waits until the test lets it go; meanwhile no other read may begin (it would
+  // take a share of the bandwidth the first batch waits on). Then two I/O threads read on.
+  struct Gate {
+    std::mutex mutex;
+    std::condition_variable changed;
+    bool first_released = false;
+    bool first_entered = false;
+    std::vector<std::size_t> began;  ///< reads begun, in order
+  };
+  auto gate = std::make_shared<Gate>();
+  stoke::ShardCache<int> cache(
+      5,
+      [gate](std::size_t s) {
+        std::unique_lock lock(gate->mutex);
+        gate->began.push_back(s);
+        if (s == 0) {
+          gate->first_entered = true;
+          gate->changed.notify_all();
+          gate->changed.wait_for(lock, patience, [&] { return gate->first_released; });
+        }
+        gate->changed.notify_all();
+        return static_cast<int>(s);
+      },
+      [](const int&) { return std::size_t{1}; }, {.resident = 4, .io_threads = 2});
+  cache.plan({0, 1, 2, 3, 4});
+  std::thread consumer([&] { EXPECT_EQ(*cache.acquire(0), 0); });
+  {
+    std::unique_lock lock(gate->mutex);
+    ASSERT_TRUE(gate->changed.wait_for(lock, patience, [&] { return gate->first_entered; }));
+    // Time for a second I/O thread to begin a read, were it allowed to.
+    gate->changed.wait_for(lock, 50ms, [&] { return gate->began.size() > 1; });
+    EXPECT_EQ(gate->began, (std::vector<std::size_t>{0})) << "a read began beside the first";
+    gate->first_released = true;
+  }
+  gate->changed.notify_all();
+  consumer.join();
+  std::unique_lock lock(gate->mutex);
+  EXPECT_TRUE(gate->changed.wait_for(lock, patience, [&] { return gate->began.size() >= 4; }))
+      << "the shards after the first were not read ahead";
 }
 
 TEST(ShardCache, AFailedReadReachesEveryAcquisitionAndIsRetried) {

@@ -1,7 +1,7 @@
 // Fuzzes the JPEG decoder: read_jpeg_header, decode_jpeg_into at full size and at 1/8, to RGB
-// and grey, decode_jpeg_window (the window decode, libjpeg's API) at full size and at 1/2, and
+// and grey, decode_jpeg_region (the region decode, libjpeg's API) at full size and at 1/2, and
 // decode_image (format detection, decoded_shape, decode_into) on the input. Where both the
-// full decode and the window decode accept the input, the window's pixels must equal the full
+// full decode and the region decode accept the input, the region's pixels must equal the full
 // decode's but for its outermost columns (the documented bound).
 #include <algorithm>
 #include <cstddef>
@@ -45,19 +45,19 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         full_decoded = true;
       } catch (const stoke::InputError&) {
       }
-      // A window in the middle third (at least a pixel), and the bottom-right corner.
-      const img::PixelWindow middle{whole.height / 3, whole.width / 3,
+      // A region in the middle third (at least a pixel), and the bottom-right corner.
+      const img::PixelRegion middle{whole.height / 3, whole.width / 3,
                                     std::max(whole.height / 3, 1U), std::max(whole.width / 3, 1U)};
-      const img::PixelWindow corner{whole.height - 1, whole.width - 1, 1, 1};
-      for (const img::PixelWindow& wanted : {middle, corner}) {
+      const img::PixelRegion corner{whole.height - 1, whole.width - 1, 1, 1};
+      for (const img::PixelRegion& wanted : {middle, corner}) {
         std::vector<std::uint8_t> scratch;
-        img::WindowView view;
+        img::RegionView view;
         try {
-          view = img::decode_jpeg_window(bytes, "fuzz.jpg", scale, 3, wanted, scratch);
+          view = img::decode_jpeg_region(bytes, "fuzz.jpg", scale, 3, wanted, scratch);
         } catch (const stoke::InputError&) {
           continue;
         }
-        if (view.whole != whole || !view.window().contains(wanted) ||
+        if (view.whole != whole || !view.region().contains(wanted) ||
             view.pixels.pixels.size() != view.pixels.shape.bytes()) {
           std::abort();
         }

@@ -1,7 +1,7 @@
 // Tests of JPEG and PNG decoding (stoke/images/decode.hpp, jpeg.hpp, png.hpp): the pixels equal
 // Pillow's for the images write_image_fixtures.py writes (run once per test process into a
 // directory of its own), reduced JPEG decodes equal Pillow's draft, and bad input is refused
-// with a message naming it. The window decode (decode_jpeg_window, decode_window) against the
+// with a message naming it. The region decode (decode_jpeg_region, decode_region) against the
 // full decode on JPEGs written here with libjpeg: every sampling, grey, progressive, restart
 // markers, scaled and not; its renders equal the full decode's bit for bit.
 #include <sys/wait.h>
@@ -442,7 +442,7 @@ TEST_F(ImageDecodeVsPillow, DecodesTheSamePixelsInManyThreadsAtOnce) {
   EXPECT_EQ(wrong.load(), 0);
 }
 
-// --- The window decode -------------------------------------------------------------------
+// --- The region decode -------------------------------------------------------------------
 
 /// How a test JPEG is written with libjpeg.
 struct JpegRecipe {
@@ -459,7 +459,7 @@ struct JpegRecipe {
 /// The recipes: 4:4:4, 4:2:2, 4:2:0, 4:4:0, grey, progressive 4:2:0, 4:2:0 with restart markers,
 /// progressive grey, and a progressive 4:2:0 of its first scan only (DC to one bit less than
 /// whole, no AC: libjpeg then smooths blocks with their neighbours).
-const std::vector<JpegRecipe> kWindowRecipes = {
+const std::vector<JpegRecipe> kRegionRecipes = {
     {"4:4:4", 1, 1},
     {"4:2:2", 2, 1},
     {"4:2:0", 2, 2},
@@ -544,9 +544,9 @@ Bytes without_huffman_tables(const Bytes& jpeg, int index) {
   return out;
 }
 
-/// How a window decode differs from the full decode at the same place.
-struct WindowDifference {
-  int interior = 0;                ///< largest difference away from the window's cut edges
+/// How a region decode differs from the full decode at the same place.
+struct RegionDifference {
+  int interior = 0;                ///< largest difference away from the region's cut edges
   int edge = 0;                    ///< largest difference on its outermost columns and rows
   std::size_t differing_edge = 0;  ///< bytes that differ there
   /// Largest difference on the left and right column, and the top and bottom row (corners
@@ -554,20 +554,20 @@ struct WindowDifference {
   std::array<int, 4> sides{};
 };
 
-/// Decodes `wanted` of `bytes` at `scale` both ways and compares. A progressive JPEG's window
+/// Decodes `wanted` of `bytes` at `scale` both ways and compares. A progressive JPEG's region
 /// is the full rows that hold `wanted` (`whole_rows`); another's is cropped to whole iMCUs.
-WindowDifference window_against_full(const Bytes& bytes, const std::string& what,
+RegionDifference region_against_full(const Bytes& bytes, const std::string& what,
                                      img::JpegScale scale, std::uint32_t channels,
-                                     img::PixelWindow wanted, bool whole_rows) {
+                                     img::PixelRegion wanted, bool whole_rows) {
   const img::JpegHeader header = img::read_jpeg_header(bytes, what);
   const ImageShape whole = img::jpeg_scaled_shape(header, scale, channels);
   Bytes full(whole.bytes());
   (void)img::decode_jpeg_into(bytes, what, scale, channels, full);
   Bytes scratch;
-  const img::WindowView view =
-      img::decode_jpeg_window(bytes, what, scale, channels, wanted, scratch);
+  const img::RegionView view =
+      img::decode_jpeg_region(bytes, what, scale, channels, wanted, scratch);
   EXPECT_EQ(view.whole, whole) << what;
-  EXPECT_TRUE(view.window().contains(wanted)) << what;
+  EXPECT_TRUE(view.region().contains(wanted)) << what;
   EXPECT_EQ(view.top, wanted.top) << what;
   if (whole_rows) {
     EXPECT_EQ(view.left, 0U) << what;
@@ -575,7 +575,7 @@ WindowDifference window_against_full(const Bytes& bytes, const std::string& what
   } else {
     EXPECT_LE(wanted.left - view.left, 32U * scale.num / scale.denom + 1) << what;
   }
-  WindowDifference difference;
+  RegionDifference difference;
   const ImageShape shape = view.pixels.shape;
   for (std::uint32_t y = 0; y < shape.height; ++y) {
     for (std::uint32_t x = 0; x < shape.width; ++x) {
@@ -606,9 +606,9 @@ WindowDifference window_against_full(const Bytes& bytes, const std::string& what
   return difference;
 }
 
-/// Windows of every position class in an image of `shape`: the four corners, the four edges,
+/// Regions of every position class in an image of `shape`: the four corners, the four edges,
 /// the whole image, the middle, a crop smaller than one MCU, one pixel.
-std::vector<std::pair<std::string, img::PixelWindow>> window_classes(ImageShape shape) {
+std::vector<std::pair<std::string, img::PixelRegion>> region_classes(ImageShape shape) {
   const std::uint32_t h = shape.height;
   const std::uint32_t w = shape.width;
   return {{"top left", {0, 0, h / 3, w / 3}},
@@ -627,13 +627,13 @@ std::vector<std::pair<std::string, img::PixelWindow>> window_classes(ImageShape 
           {"full columns", {0, w / 3, h, w / 4}}};
 }
 
-TEST(JpegWindowDecode, EqualsTheFullDecodeButOnTheWindowsCutEdges) {
-  // The bound, measured: every row is the full decode's, and every column but the window's
+TEST(JpegRegionDecode, EqualsTheFullDecodeButOnTheRegionsCutEdges) {
+  // The bound, measured: every row is the full decode's, and every column but the region's
   // outermost two where they are not the image's: there, fancy upsampling of horizontally
   // subsampled chroma repeats the edge sample (4:2:2 and 4:2:0; up to 53 on these images).
   int largest_edge = 0;
   std::size_t edge_bytes = 0;
-  for (const JpegRecipe& recipe : kWindowRecipes) {
+  for (const JpegRecipe& recipe : kRegionRecipes) {
     std::array<int, 4> sides{};
     const Bytes bytes = encode_with_libjpeg(photo_like(173, 251, 7), recipe);
     for (const img::JpegScale scale :
@@ -642,13 +642,13 @@ TEST(JpegWindowDecode, EqualsTheFullDecodeButOnTheWindowsCutEdges) {
       for (const std::uint32_t channels : {3U, 1U}) {
         const img::JpegHeader header = img::read_jpeg_header(bytes, recipe.name);
         const ImageShape whole = img::jpeg_scaled_shape(header, scale, channels);
-        for (const auto& [where, wanted] : window_classes(whole)) {
+        for (const auto& [where, wanted] : region_classes(whole)) {
           if (wanted.height == 0 || wanted.width == 0) continue;
           const std::string what = recipe.name + " at " + std::to_string(scale.num) + "/" +
                                    std::to_string(scale.denom) + ", " + std::to_string(channels) +
                                    " channels, " + where;
-          const WindowDifference difference =
-              window_against_full(bytes, what, scale, channels, wanted, recipe.progressive);
+          const RegionDifference difference =
+              region_against_full(bytes, what, scale, channels, wanted, recipe.progressive);
           EXPECT_EQ(difference.interior, 0) << what;
           EXPECT_EQ(difference.sides[2], 0) << what << ": the top row";
           EXPECT_EQ(difference.sides[3], 0) << what << ": the bottom row";
@@ -664,18 +664,18 @@ TEST(JpegWindowDecode, EqualsTheFullDecodeButOnTheWindowsCutEdges) {
       }
     }
     std::printf(
-        "window decode, %s: largest difference on the left %d, right %d, top %d, "
+        "region decode, %s: largest difference on the left %d, right %d, top %d, "
         "bottom %d\n",
         recipe.name.c_str(), sides[0], sides[1], sides[2], sides[3]);
   }
-  std::printf("window decode: largest difference on a window's cut edge %d, %zu bytes differ\n",
+  std::printf("region decode: largest difference on a region's cut edge %d, %zu bytes differ\n",
               largest_edge, edge_bytes);
 }
 
 // libjpeg keeps the tables of the last image in its decompressor: a frame that leaves out its
 // chroma Huffman tables must decode with the standard ones whatever the thread decoded before
 // (an image with tables of its own), both ways, or its pixels would depend on the epoch's order.
-TEST(JpegWindowDecode, PixelsDoNotDependOnTheImageTheThreadDecodedBefore) {
+TEST(JpegRegionDecode, PixelsDoNotDependOnTheImageTheThreadDecodedBefore) {
   const ImageShape shape{48, 64, 3};
   const Bytes with_tables = encode_with_libjpeg(photo_like(48, 64, 5), {"4:2:0", 2, 2});
   const Bytes frame = without_huffman_tables(with_tables, 1);
@@ -683,12 +683,12 @@ TEST(JpegWindowDecode, PixelsDoNotDependOnTheImageTheThreadDecodedBefore) {
   JpegRecipe optimized{"optimized 4:2:0", 2, 2};
   optimized.optimize = true;
   const Bytes before = encode_with_libjpeg(photo_like(48, 64, 9), optimized);
-  const img::PixelWindow wanted{16, 16, 16, 24};
+  const img::PixelRegion wanted{16, 16, 16, 24};
 
   Bytes expected(shape.bytes());
   (void)img::decode_jpeg_into(with_tables, "with tables", {1, 1}, 3, expected);
-  Bytes expected_window;
-  (void)img::decode_jpeg_window(with_tables, "with tables", {1, 1}, 3, wanted, expected_window);
+  Bytes expected_region;
+  (void)img::decode_jpeg_region(with_tables, "with tables", {1, 1}, 3, wanted, expected_region);
   for (int round = 0; round < 2; ++round) {
     Bytes scratch(shape.bytes());
     (void)img::decode_jpeg_into(before, "optimized", {1, 1}, 3, scratch);
@@ -696,15 +696,15 @@ TEST(JpegWindowDecode, PixelsDoNotDependOnTheImageTheThreadDecodedBefore) {
     ASSERT_NO_THROW((void)img::decode_jpeg_into(frame, "frame", {1, 1}, 3, got));
     EXPECT_EQ(got, expected) << "round " << round;
 
-    (void)img::decode_jpeg_window(before, "optimized", {1, 1}, 3, wanted, scratch);
-    Bytes window;
-    ASSERT_NO_THROW((void)img::decode_jpeg_window(frame, "frame", {1, 1}, 3, wanted, window));
-    EXPECT_EQ(window, expected_window) << "round " << round;
+    (void)img::decode_jpeg_region(before, "optimized", {1, 1}, 3, wanted, scratch);
+    Bytes region;
+    ASSERT_NO_THROW((void)img::decode_jpeg_region(frame, "frame", {1, 1}, 3, wanted, region));
+    EXPECT_EQ(region, expected_region) << "round " << round;
   }
 }
 
-TEST(JpegWindowDecode, RendersExactlyWhatTheFullDecodeRenders) {
-  // The batcher's path: a draw, its window (one pixel more than the box reads on each side),
+TEST(JpegRegionDecode, RendersExactlyWhatTheFullDecodeRenders) {
+  // The batcher's path: a draw, its region (one pixel more than the box reads on each side),
   // rendered; the same bytes as the full decode rendered, for random resized crops (scaled
   // and not), centre crops and resizes, RGB and grey.
   const std::vector<std::pair<std::string, img::Augmentation>> augmentations = {
@@ -713,11 +713,11 @@ TEST(JpegWindowDecode, RendersExactlyWhatTheFullDecodeRenders) {
       {"random resized crop 96x128", img::random_resized_crop(96, 128)},
       {"centre crop", img::center_crop(30, 50)},
       {"resize", img::resize(40, 40)}};
-  std::size_t windowed = 0;
+  std::size_t in_part = 0;
   std::size_t renders = 0;
-  std::uint64_t window_bytes = 0;
+  std::uint64_t region_bytes = 0;
   std::uint64_t whole_bytes = 0;
-  for (const JpegRecipe& recipe : kWindowRecipes) {
+  for (const JpegRecipe& recipe : kRegionRecipes) {
     for (const auto& [height, width] : {std::pair{173U, 251U}, std::pair{200U, 120U}}) {
       const img::EncodedImage item = stoke::testing::encoded(
           encode_with_libjpeg(photo_like(height, width, 3), recipe), recipe.name + ".jpg", 0);
@@ -730,22 +730,22 @@ TEST(JpegWindowDecode, RendersExactlyWhatTheFullDecodeRenders) {
                   name + ", " + std::to_string(channels) + " channels" +
                   (reduced ? ", reduced" : "") + ", sample " + std::to_string(index);
               const ImageShape out{augmentation.height(), augmentation.width(), channels};
-              Bytes by_window(out.bytes());
+              Bytes by_region(out.bytes());
               Bytes by_whole(out.bytes());
-              const img::PrepareOptions window_options{channels, reduced, true};
+              const img::PrepareOptions region_options{channels, reduced, true};
               const img::PrepareOptions whole_options{channels, reduced, false};
               const stoke::SampleRng rng(17, 2, index);
               const img::AugmentDraw a =
-                  img::render_row_bytes(item, augmentation, window_options, rng, by_window);
+                  img::render_row_bytes(item, augmentation, region_options, rng, by_region);
               const img::AugmentDraw b =
                   img::render_row_bytes(item, augmentation, whole_options, rng, by_whole);
               EXPECT_EQ(a, b) << what;
-              ASSERT_EQ(by_window, by_whole) << what;
+              ASSERT_EQ(by_region, by_whole) << what;
               stoke::SampleRng plan_rng = rng;
               const img::DecodePlan plan =
-                  img::plan_decode(item, augmentation, window_options, plan_rng);
-              windowed += plan.window.is_whole(plan.decoded) ? 0 : 1;
-              window_bytes += std::uint64_t{plan.window.height} * plan.window.width * channels;
+                  img::plan_decode(item, augmentation, region_options, plan_rng);
+              in_part += plan.region.is_whole(plan.decoded) ? 0 : 1;
+              region_bytes += std::uint64_t{plan.region.height} * plan.region.width * channels;
               whole_bytes += plan.decoded.bytes();
               ++renders;
             }
@@ -754,14 +754,15 @@ TEST(JpegWindowDecode, RendersExactlyWhatTheFullDecodeRenders) {
       }
     }
   }
-  EXPECT_GT(windowed, renders / 2);
-  std::printf("window decode: %zu of %zu renders windowed, %.3f of the decoded bytes\n", windowed,
-              renders, static_cast<double>(window_bytes) / static_cast<double>(whole_bytes));
+  EXPECT_GT(in_part, renders / 2);
+  std::printf("region decode: %zu of %zu renders decoded in part, %.3f of the decoded bytes\n",
+              in_part, renders,
+              static_cast<double>(region_bytes) / static_cast<double>(whole_bytes));
 }
 
-TEST(JpegWindowDecode, PreparesTheWindowItRenders) {
+TEST(JpegRegionDecode, PreparesTheRegionItRenders) {
   const img::EncodedImage item = stoke::testing::encoded(
-      encode_with_libjpeg(photo_like(173, 251, 1), kWindowRecipes[2]), "a.jpg", 0);
+      encode_with_libjpeg(photo_like(173, 251, 1), kRegionRecipes[2]), "a.jpg", 0);
   const img::Augmentation crop = img::center_crop(20, 30);
   stoke::SampleRng rng(1, 0, 0);
   Bytes scratch;
@@ -772,55 +773,60 @@ TEST(JpegWindowDecode, PreparesTheWindowItRenders) {
   EXPECT_EQ(prepared.image.top, 76U);
   EXPECT_EQ(prepared.image.left, 96U);
   EXPECT_EQ(prepared.image.pixels.shape, (ImageShape{21, 141 - 96 + 1, 3}));
-  // Without the window option, the whole image.
+  // Without the region option, the whole image.
   stoke::SampleRng again(1, 0, 0);
   const img::PreparedImage whole =
-      img::prepare_image(item, crop, {.window_decode = false}, again, scratch);
-  EXPECT_EQ(whole.image.window(), img::PixelWindow::whole({173, 251, 3}));
-  // A PNG has no window: decode_window decodes it whole.
+      img::prepare_image(item, crop, {.region_decode = false}, again, scratch);
+  EXPECT_EQ(whole.image.region(), img::PixelRegion::whole({173, 251, 3}));
+  // The option's old name turns it off too.
+  stoke::SampleRng by_old_name(1, 0, 0);
+  const img::PreparedImage old =
+      img::prepare_image(item, crop, {.window_decode = false}, by_old_name, scratch);
+  EXPECT_EQ(old.image.region(), img::PixelRegion::whole({173, 251, 3}));
+  // A PNG has no region: decode_region decodes it whole.
   const img::Image pattern = photo_like(30, 40, 2);
   const Bytes png = img::encode_png(pattern.view());
   const img::EncodedInfo info = img::read_image_info(png, "b.png");
-  const img::WindowView view =
-      img::decode_window(png, "b.png", info, {30, 40, 3}, {3, 4, 5, 6}, scratch);
-  EXPECT_EQ(view.window(), img::PixelWindow::whole({30, 40, 3}));
+  const img::RegionView view =
+      img::decode_region(png, "b.png", info, {30, 40, 3}, {3, 4, 5, 6}, scratch);
+  EXPECT_EQ(view.region(), img::PixelRegion::whole({30, 40, 3}));
   EXPECT_TRUE(std::equal(pattern.pixels.begin(), pattern.pixels.end(), view.pixels.pixels.begin()));
-  // Rendering from a window that misses pixels the box reads is refused.
+  // Rendering from a region that misses pixels the box reads is refused.
   Bytes out(10 * 10 * 3);
   const img::AugmentDraw draw{{0.0F, 0.0F, 20.0F, 20.0F}};
   EXPECT_THAT(
       message_of<stoke::UsageError>([&] { img::render(prepared.image, draw, {10, 10, 3}, out); }),
       HasSubstr("does not hold rows"));
   EXPECT_THAT(message_of<stoke::UsageError>([&] {
-                (void)img::decode_window(png, "c.png", info, {30, 40, 3}, {25, 0, 6, 6}, scratch);
+                (void)img::decode_region(png, "c.png", info, {30, 40, 3}, {25, 0, 6, 6}, scratch);
               }),
               AllOf(HasSubstr("'c.png'"), HasSubstr("not inside")));
 }
 
-TEST(JpegWindowDecode, RefusesCorruptAndTruncatedFilesNamingThem) {
-  for (const JpegRecipe& recipe : {kWindowRecipes[2], kWindowRecipes[5], kWindowRecipes[6]}) {
+TEST(JpegRegionDecode, RefusesCorruptAndTruncatedFilesNamingThem) {
+  for (const JpegRecipe& recipe : {kRegionRecipes[2], kRegionRecipes[5], kRegionRecipes[6]}) {
     const Bytes whole = encode_with_libjpeg(photo_like(120, 160, 5), recipe);
-    const img::PixelWindow top_left{0, 0, 20, 30};
-    const img::PixelWindow bottom{100, 60, 20, 40};
+    const img::PixelRegion top_left{0, 0, 20, 30};
+    const img::PixelRegion bottom{100, 60, 20, 40};
     for (const std::size_t cut :
          {std::size_t{3}, std::size_t{30}, std::size_t{400}, whole.size() / 3, whole.size() / 2,
           whole.size() - 20, whole.size() - 2, whole.size() - 1}) {
       const Bytes cut_bytes(whole.begin(), whole.begin() + static_cast<std::ptrdiff_t>(cut));
-      for (const img::PixelWindow& window : {top_left, bottom}) {
+      for (const img::PixelRegion& region : {top_left, bottom}) {
         const std::string source = recipe.name + " cut at " + std::to_string(cut);
         Bytes scratch;
         const std::string message = message_of<stoke::InputError>(
-            [&] { (void)img::decode_jpeg_window(cut_bytes, source, {1, 1}, 3, window, scratch); });
+            [&] { (void)img::decode_jpeg_region(cut_bytes, source, {1, 1}, 3, region, scratch); });
         EXPECT_THAT(message,
                     AllOf(HasSubstr("JPEG '" + source + "'"),
                           testing::AnyOf(HasSubstr("TurboJPEG"), HasSubstr("libjpeg-turbo"))))
-            << "window at row " << window.top;
+            << "region at row " << region.top;
         if (cut > whole.size() / 4) {
           EXPECT_THAT(message, HasSubstr("Premature end of JPEG file")) << source;
         }
       }
     }
-    // A restart marker out of place early in the scan: refused even for a window below it,
+    // A restart marker out of place early in the scan: refused even for a region below it,
     // whose skipped rows are entropy decoded.
     Bytes corrupt = whole;
     std::size_t sos = 2;
@@ -831,21 +837,21 @@ TEST(JpegWindowDecode, RefusesCorruptAndTruncatedFilesNamingThem) {
     corrupt[at + 1] = 0xd5;
     Bytes scratch;
     EXPECT_THAT(message_of<stoke::InputError>([&] {
-                  (void)img::decode_jpeg_window(corrupt, "rst.jpg", {1, 1}, 3, bottom, scratch);
+                  (void)img::decode_jpeg_region(corrupt, "rst.jpg", {1, 1}, 3, bottom, scratch);
                 }),
                 AllOf(HasSubstr("JPEG 'rst.jpg'"), HasSubstr("libjpeg-turbo"),
                       HasSubstr("Corrupt JPEG data")))
         << recipe.name;
     // The decoder works on after a refusal.
     Bytes out;
-    const img::WindowView view = img::decode_jpeg_window(whole, "good.jpg", {1, 1}, 3, bottom, out);
+    const img::RegionView view = img::decode_jpeg_region(whole, "good.jpg", {1, 1}, 3, bottom, out);
     EXPECT_EQ(view.top, 100U);
   }
-  // A window outside the image is the caller's mistake.
-  const Bytes jpeg = encode_with_libjpeg(photo_like(40, 40, 1), kWindowRecipes[0]);
+  // A region outside the image is the caller's mistake.
+  const Bytes jpeg = encode_with_libjpeg(photo_like(40, 40, 1), kRegionRecipes[0]);
   Bytes scratch;
   EXPECT_THAT(message_of<stoke::UsageError>([&] {
-                (void)img::decode_jpeg_window(jpeg, "x.jpg", {1, 2}, 3, {0, 0, 21, 5}, scratch);
+                (void)img::decode_jpeg_region(jpeg, "x.jpg", {1, 2}, 3, {0, 0, 21, 5}, scratch);
               }),
               AllOf(HasSubstr("'x.jpg'"), HasSubstr("not inside")));
 }

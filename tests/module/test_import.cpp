@@ -163,7 +163,7 @@ void core() {
     try {
       throw std::runtime_error("unreadable");
     } catch (...) {
-      throw stoke::DataError(stoke::DataErrorContext{.index = 3, .stage = "get"}, "unreadable");
+      throw stoke::DataError(stoke::DataErrorContext{.index = 3, .activity = "get"}, "unreadable");
     }
   } catch (const stoke::DataError& error) {
     CHECK(error.context().index == 3 &&

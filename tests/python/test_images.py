@@ -228,3 +228,23 @@ def test_a_build_without_images_says_so(monkeypatch, folder):
     monkeypatch.setattr(sl._native, "has_images", False)
     with pytest.raises(sl.NotBuiltError, match="built without images.*libturbojpeg0-dev"):
         sl.image_folder(root, 8)
+
+
+def test_window_decode_is_still_taken_as_the_old_name_of_region_decode(tmp_path):
+    from stoke_loader._images import _region_decode
+    assert _region_decode(True, None) is True
+    assert _region_decode(False, None) is False
+    assert _region_decode(True, False) is False  # the old name, given, decides
+    assert _region_decode(False, True) is True
+    root = tmp_path / "photos" / "only"
+    root.mkdir(parents=True)
+    Image.fromarray(pixels(3, 48, 64)).save(root / "a.jpg", quality=90)
+
+    def first(**decode):
+        source = sl.image_folder(root.parent, 16, crop="random", reduced_decode=False, **decode)
+        return np.from_dlpack(next(iter(sl.Loader(source, batch_size=1, seed=5)))["image"])
+
+    # A region decode renders the pixels of a whole decode, by either name of the option.
+    whole = first(region_decode=False)
+    assert np.array_equal(first(window_decode=False), whole)
+    assert np.array_equal(first(region_decode=True), whole)

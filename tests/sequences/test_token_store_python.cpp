@@ -4,7 +4,9 @@
 // and every token type; and the corpus recipe (scripts/make_corpus.py) on a tiny corpus.
 // Skipped, saying why, where numpy cannot be imported.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -188,6 +190,38 @@ TEST_F(PythonTokenStores, TheRecipeWritesEveryTextAsADocumentAndASyntheticCorpus
     }
   }
   EXPECT_EQ(tokens, 5000U);
+}
+
+TEST_F(PythonTokenStores, TheRecipeWritesASparseCorpusOfZerosWithTheRealLengthsAsInt32) {
+  std::filesystem::create_directories(dir_ / "texts");
+  std::ofstream(dir_ / "texts" / "a.txt") << "a short text";
+  std::ofstream(dir_ / "texts" / "b.txt") << "another text, a little longer than the first";
+  run_python(STOKE_MAKE_CORPUS, "real '" + (dir_ / "real").string() + "' --source '" +
+                                    (dir_ / "texts").string() +
+                                    "' --tokenizer bytes --dtype int32");
+  const stoke::TokenStore<std::int32_t> real(dir_ / "real");
+  const std::set<std::int32_t> real_lengths(real.lengths().begin(), real.lengths().end());
+  run_python(STOKE_MAKE_CORPUS, "synthetic '" + (dir_ / "sparse").string() + "' --lengths-from '" +
+                                    (dir_ / "real").string() +
+                                    "' --tokens 50000 --dtype int32 --sparse --seed 3");
+  const stoke::TokenStore<std::int32_t> sparse(dir_ / "sparse" / "synthetic_00000");
+  std::size_t tokens = 0;
+  for (std::size_t i = 0; i < sparse.size(); ++i) {
+    const auto document = sparse.get(i);
+    tokens += document.size();
+    if (i + 1 < sparse.size()) {  // the last one is cut to the count asked for
+      EXPECT_TRUE(real_lengths.contains(static_cast<std::int32_t>(document.size())));
+    }
+    EXPECT_TRUE(std::all_of(document.begin(), document.end(), [](auto t) { return t == 0; }))
+        << "document " << i;
+  }
+  EXPECT_EQ(tokens, 50000U);
+  // The .bin is its full size, but a hole: no block of it is written.
+  const auto bin = dir_ / "sparse" / "synthetic_00000.bin";
+  struct stat status{};
+  ASSERT_EQ(::stat(bin.c_str(), &status), 0);
+  EXPECT_EQ(static_cast<std::size_t>(status.st_size), 50000U * sizeof(std::int32_t));
+  EXPECT_LT(static_cast<std::size_t>(status.st_blocks) * 512, 50000U * sizeof(std::int32_t));
 }
 
 }  // namespace

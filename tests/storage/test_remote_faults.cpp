@@ -73,7 +73,7 @@ TEST(RemoteFaults, ExhaustedRetriesRaiseADataErrorNamingUrlShardEpochAndStep) {
       EXPECT_EQ(error.context().index, 7u);
       EXPECT_EQ(error.context().epoch, 2u);
       EXPECT_EQ(error.context().step, 5u);
-      EXPECT_EQ(error.context().stage, "fetch");
+      EXPECT_EQ(error.context().activity, "fetch");
       EXPECT_NE(error.context().url.find("s3://stoke/shards/shard-007.bin"), std::string::npos);
       EXPECT_NE(message.find("shard 7"), std::string::npos) << message;
       EXPECT_NE(message.find("epoch 2, step 5"), std::string::npos) << message;

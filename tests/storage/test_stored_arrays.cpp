@@ -10,10 +10,12 @@
 #include <stoke/data/sources/npy.hpp>
 #include <stoke/data/sources/stored_arrays.hpp>
 
+#include "array_batches.hpp"
 #include "remote_fixture.hpp"
 
 namespace {
 
+using stoke_storage_test::batches_of;
 using stoke_storage_test::servers;
 
 /// A store that counts the reads of the store it forwards to.
@@ -48,33 +50,6 @@ class CountingStore final : public stoke::storage::ByteStore {
   std::shared_ptr<const ByteStore> inner_;
 };
 
-/// Every value of every row of the batch, as integers (the shards count up from 0).
-struct AllValues {
-  template <class Device>
-  stoke::testing::ItemsBatch<Device> batch(std::vector<stoke::ArrayRow<float>> rows,
-                                           const Device& device) const {
-    std::vector<std::size_t> out;
-    for (const auto& row : rows) {
-      for (const float value : row.values) out.push_back(static_cast<std::size_t>(value));
-    }
-    return {std::move(out), device};
-  }
-};
-
-template <class Dataset>
-std::vector<std::vector<std::size_t>> two_epochs(const Dataset& arrays) {
-  auto loader = stoke::DataLoaderBuilder<stoke::cpu::Backend, AllValues>({})
-                    .batch_size(8)
-                    .shuffle_shards(5)
-                    .num_workers(2)
-                    .build(arrays);
-  std::vector<std::vector<std::size_t>> batches;
-  for (int epoch = 0; epoch < 2; ++epoch) {
-    for (auto& batch : loader.iter()) batches.push_back(batch.data.items);
-  }
-  return batches;
-}
-
 TEST(StoredArrays, AnS3LoaderYieldsTheBatchesOfTheSameFilesReadLocally) {
   STOKE_REQUIRE_SERVERS();
   const std::vector<std::string> keys{"npy/part-00.npy", "npy/part-01.npy", "npy/part-02.npy",
@@ -96,8 +71,8 @@ TEST(StoredArrays, AnS3LoaderYieldsTheBatchesOfTheSameFilesReadLocally) {
   std::vector<std::filesystem::path> files;
   for (const auto& key : keys) files.push_back(std::filesystem::path(servers()["data"]) / key);
   const stoke::ShardedArrays<float> local_arrays(files, stoke::npy_format(), {.resident = 3});
-  const auto expected = two_epochs(local_arrays);
-  EXPECT_EQ(two_epochs(remote), expected);
+  const auto expected = batches_of(local_arrays, 2);
+  EXPECT_EQ(batches_of(remote, 2), expected);
   EXPECT_GE(s3->reads.load(), keys.size());
 }
 

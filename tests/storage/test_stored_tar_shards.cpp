@@ -45,7 +45,13 @@ TEST(StoredTarShards, ReadTheSamplesOfTheSameShardsReadLocally) {
           << "sample " << i;
       EXPECT_EQ(got.label, expected.label) << "sample " << i;
       EXPECT_NE(got.source.find("s3://stoke/tar/shard-"), std::string::npos) << got.source;
+      EXPECT_EQ(remote.key(i), local.key(i)) << "sample " << i;
     }
+  }
+  const std::vector<std::string> names = remote.shard_names();
+  ASSERT_EQ(names.size(), tar_keys.size());
+  for (std::size_t k = 0; k < names.size(); ++k) {
+    EXPECT_TRUE(names[k].starts_with("s3://stoke/" + tar_keys[k] + " (")) << names[k];
   }
   EXPECT_EQ(remote.cache_stats().loads, 3u);
 }

@@ -80,6 +80,7 @@ struct ReplayRun {
   std::vector<float> parameters;
   std::size_t captures = 0;
   std::size_t launches = 0;
+  std::size_t captured_steps = 0;  ///< as `fit` counted them
 };
 
 /// Trains the classifier on one Vulkan device through backend `B`, steps captured or not.
@@ -98,7 +99,7 @@ ReplayRun train_one_device(const Optim& optimizer, const ReplayShape& shape, boo
                                   stoke::testing::shader_valid_loader(valid));
   return {result.step_losses, vk::Backend::download(learner.model().parameters()),
           ReplayingVulkan::captures().load() - captured,
-          ReplayingVulkan::launches().load() - launched};
+          ReplayingVulkan::launches().load() - launched, result.captured_steps};
 }
 
 /// Expects the launched steps of `shape`'s run to give the bits of its uncaptured steps, on the
@@ -113,6 +114,8 @@ void expect_replayed_equals_uncaptured(const Optim& optimizer, const ReplayShape
   EXPECT_EQ(uncaptured.launches, 0u);
   EXPECT_EQ(replayed.captures, kReplayEpochs);
   EXPECT_EQ(replayed.launches, kReplayEpochs * launches);
+  EXPECT_EQ(replayed.captured_steps, replayed.launches);  // what `fit` reports
+  EXPECT_EQ(uncaptured.captured_steps, 0u);
   ASSERT_EQ(replayed.losses.size(), kReplayEpochs * shape.steps());
   EXPECT_EQ(replayed.losses, plain.losses);  // bit for bit
   EXPECT_EQ(replayed.losses, uncaptured.losses);

@@ -79,6 +79,7 @@ Outcome run(const Optim& optimizer, std::size_t count, bool tabled) {
                                                                            devices, *collective);
       made.arrive_and_wait();
       vk::TrainingKernels& kernels = vk::TrainingKernels::of(devices[d]);
+      vk::SoftmaxPipelines& softmax = vk::SoftmaxPipelines::of(devices[d]);
       auto train_part = train_parts[d];
       auto valid_part = valid_parts[d];
       std::size_t global_step = 0;
@@ -101,8 +102,8 @@ Outcome run(const Optim& optimizer, std::size_t count, bool tabled) {
           ++global_step;
           if (d == 0) {
             const auto& step = std::is_same_v<Optim, stoke::Adam> ? kernels.adam : kernels.sgd;
-            result.pushes.push_back({step.last_push(), kernels.softmax_forward.last_push(),
-                                     kernels.softmax_gradients.last_push()});
+            result.pushes.push_back(
+                {step.last_push(), softmax.forward.last_push(), softmax.gradients.last_push()});
           }
         }
         for (const auto& batch : checks) replica.valid(batch);

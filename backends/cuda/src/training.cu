@@ -12,6 +12,7 @@
 
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/learner/kernels/device_training.hpp>
+#include <stoke/learner/kernels/softmax_classifier.hpp>
 
 #include "launch.cuh"
 

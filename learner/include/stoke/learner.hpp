@@ -10,6 +10,8 @@
 #include <stoke/learner/io/safetensors.hpp>
 #include <stoke/learner/kernels/device_training.hpp>
 #include <stoke/learner/kernels/exact_arithmetic.hpp>
+#include <stoke/learner/kernels/softmax_classifier.hpp>
+#include <stoke/learner/kernels/softmax_classifier_checks.hpp>
 #include <stoke/learner/kernels/step_table.hpp>
 #include <stoke/learner/learner.hpp>
 #include <stoke/learner/metrics.hpp>

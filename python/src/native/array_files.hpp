@@ -18,6 +18,7 @@
 #include <nanobind/ndarray.h>
 
 #include <stoke/core/error.hpp>
+#include <stoke/data/dlpack_types.hpp>
 #include <stoke/data/sources/array_shard.hpp>
 #include <stoke/data/sources/npy.hpp>
 #include <stoke/data/sources/npz.hpp>
@@ -27,28 +28,21 @@
 
 namespace stoke_python {
 
-/// The DLPack type of stoke's element type `dtype`.
+// stoke's DLPack codes (stoke/data/dlpack_types.hpp) are nanobind's, which are dlpack.h's.
+static_assert(static_cast<std::uint8_t>(stoke::dlpack::TypeCode::signed_integer) ==
+              static_cast<std::uint8_t>(nb::dlpack::dtype_code::Int));
+static_assert(static_cast<std::uint8_t>(stoke::dlpack::TypeCode::unsigned_integer) ==
+              static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt));
+static_assert(static_cast<std::uint8_t>(stoke::dlpack::TypeCode::floating) ==
+              static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float));
+static_assert(static_cast<std::uint8_t>(stoke::dlpack::TypeCode::boolean) ==
+              static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool));
+
+/// The DLPack type of stoke's element type `dtype` (stoke's one mapping,
+/// `stoke::dlpack::data_type`), as nanobind spells it.
 inline nb::dlpack::dtype dlpack_dtype(stoke::DType dtype) {
-  using stoke::DType;
-  const auto bits = static_cast<std::uint8_t>(stoke::dtype_size(dtype) * 8);
-  switch (dtype) {
-    case DType::boolean:
-      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Bool), 8, 1};
-    case DType::u8:
-    case DType::u16:
-    case DType::u32:
-    case DType::u64:
-      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::UInt), bits, 1};
-    case DType::i8:
-    case DType::i16:
-    case DType::i32:
-    case DType::i64:
-      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Int), bits, 1};
-    case DType::f32:
-    case DType::f64:
-      return {static_cast<std::uint8_t>(nb::dlpack::dtype_code::Float), bits, 1};
-  }
-  throw stoke::UsageError("stoke_loader: unknown element type");
+  const stoke::dlpack::DataType type = stoke::dlpack::data_type(dtype);
+  return {type.code, type.bits, type.lanes};
 }
 
 /// The member `member` of the `.npz` file `path` (stoke's `NpzFile::load`). A stored member

@@ -2,7 +2,7 @@
 /// @file
 /// The bindings of `stoke_loader`'s file sources: `.npy` and `.npz` files as arrays viewing the
 /// mapped file, shards of them (and of HDF5 files) as columns, HDF5 variables, image folders and
-/// WebDataset tar shards.
+/// WebDataset tar shards (local, or named by URLs).
 
 #include <array>
 #include <cstddef>
@@ -26,12 +26,14 @@
 #include <stoke/data/sources/sharded_arrays.hpp>
 #include "array_files.hpp"
 #include "rows.hpp"
+#include "stored_shards.hpp"
 #if defined(STOKE_PYTHON_IMAGES)
 #include <stoke/images/augment.hpp>
 #include <stoke/images/image_folder.hpp>
 #include <stoke/images/tar_shards.hpp>
 
 #include "image_columns.hpp"
+#include "stored_tar_shards.hpp"
 #endif
 #if defined(STOKE_PYTHON_HDF5)
 #include <stoke/data/sources/hdf5.hpp>
@@ -55,7 +57,7 @@ struct ImageOptions {
   std::vector<float> mean;                               ///< per channel; empty: uint8 HWC output
   std::vector<float> std;                                ///< per channel
   bool reduced_decode = true;  ///< JPEG DCT scaling where it keeps the size
-  bool window_decode = true;   ///< decode only the crop's window
+  bool region_decode = true;   ///< decode only the region the crop reads
 };
 
 /// The augmentation `options` describe (stoke's `Augmentation`, checked by stoke).
@@ -75,15 +77,14 @@ inline images::Augmentation augmentation_of(const ImageOptions& o) {
 }
 
 /// An `ImageSource` over `images`, rendered as `options` say.
-inline std::shared_ptr<ImageSource> image_source(
-    std::variant<images::ImageFolder, images::TarShards> images, const ImageOptions& options) {
+inline std::shared_ptr<ImageSource> image_source(ImageData images, const ImageOptions& options) {
   if (options.channels != 1 && options.channels != 3) {
     throw stoke::UsageError("stoke_loader: channels must be 1 or 3, not " +
                             std::to_string(options.channels));
   }
   const images::PrepareOptions decoding{.channels = options.channels,
                                         .reduced_decode = options.reduced_decode,
-                                        .window_decode = options.window_decode};
+                                        .region_decode = options.region_decode};
   auto source = std::make_shared<ImageSource>(
       ImageSource{std::move(images), augmentation_of(options), decoding, std::nullopt});
   if (!options.mean.empty() || !options.std.empty()) {
@@ -101,6 +102,20 @@ inline std::shared_ptr<ImageSource> image_source(
                                                  .decoding = decoding});
   }
   return source;
+}
+#endif
+
+#if defined(STOKE_PYTHON_IMAGES)
+/// Where the images are, as Python shows them: the folder, or the tar shards in order (paths,
+/// or as their store names them: URLs without credentials, and their endpoints).
+inline std::vector<std::string> source_paths(const ImageData& data) {
+  if (const auto* folder = std::get_if<images::ImageFolder>(&data))
+    return {folder->root().string()};
+  if (const auto* stored = std::get_if<images::StoredTarShards>(&data))
+    return stored->shard_names();
+  std::vector<std::string> out;
+  for (const auto& file : std::get<images::TarShards>(data).shards()) out.push_back(file.string());
+  return out;
 }
 #endif
 
@@ -150,6 +165,11 @@ inline void bind_sources(nb::module_& m) {
       },
       nb::arg("name"), nb::arg("files"), nb::arg("kind"), nb::arg("member"), nb::arg("inflate"),
       nb::arg("resident"), nb::arg("io_threads"));
+  m.def("stored_shard_column", &stored_shard_column, nb::arg("name"), nb::arg("urls"),
+        nb::arg("manifest"), nb::arg("resident"), nb::arg("io_threads"), nb::arg("cache"),
+        nb::arg("cache_bytes"),
+        "The .npy shards that URLs name, through stoke's byte stores (and a node cache).");
+  m.attr("has_remote_stores") = has_remote_stores;
   m.def(
       "files_matching",
       [](const std::string& directory, const std::string& pattern) {
@@ -185,7 +205,7 @@ inline void bind_sources(nb::module_& m) {
       .def_rw("mean", &ImageOptions::mean)
       .def_rw("std", &ImageOptions::std)
       .def_rw("reduced_decode", &ImageOptions::reduced_decode)
-      .def_rw("window_decode", &ImageOptions::window_decode);
+      .def_rw("region_decode", &ImageOptions::region_decode);
   nb::class_<ImageSource>(m, "ImageSource")
       .def_prop_ro("size", &ImageSource::size)
       .def_prop_ro("classes",
@@ -193,19 +213,17 @@ inline void bind_sources(nb::module_& m) {
                      const auto* folder = std::get_if<images::ImageFolder>(&s.images);
                      return folder == nullptr ? std::vector<std::string>{} : folder->classes();
                    })
-      .def_prop_ro("paths",
-                   [](const ImageSource& s) {
-                     std::vector<std::string> out;
-                     if (const auto* tar = std::get_if<images::TarShards>(&s.images)) {
-                       for (const auto& f : tar->shards()) out.push_back(f.string());
-                     } else {
-                       out.push_back(std::get<images::ImageFolder>(s.images).root().string());
-                     }
-                     return out;
-                   })
-      .def("key", [](const ImageSource& s, std::size_t index) -> std::string {
-        if (const auto* tar = std::get_if<images::TarShards>(&s.images)) return tar->key(index);
-        return std::get<images::ImageFolder>(s.images).path(index).string();
+      .def_prop_ro("paths", [](const ImageSource& s) { return source_paths(s.images); })
+      .def("key", [](const ImageSource& s, std::size_t index) {
+        return std::visit(
+            [index]<class S>(const S& data) -> std::string {
+              if constexpr (is_tar_shards<S>) {
+                return data.key(index);  // its members' shared name
+              } else {
+                return data.path(index).string();  // the image file
+              }
+            },
+            s.images);
       });
   m.def(
       "image_folder",
@@ -225,6 +243,24 @@ inline void bind_sources(nb::module_& m) {
       },
       nb::arg("files"), nb::arg("image_extensions"), nb::arg("label_extension"),
       nb::arg("num_classes"), nb::arg("options"));
+  m.def(
+      "stored_tar_shards",
+      [](const std::vector<std::string>& urls, const std::string& manifest, std::size_t resident,
+         std::size_t io_threads, const std::string& cache, std::uint64_t cache_bytes,
+         std::vector<std::string> image_extensions, std::string label_extension,
+         std::size_t num_classes, const ImageOptions& options) {
+        images::TarShardsOptions tar{.image_extensions = std::move(image_extensions),
+                                     .label_extension = std::move(label_extension),
+                                     .num_classes = num_classes};
+        return image_source(stored_tar_shards(urls, manifest, resident, io_threads, cache,
+                                              cache_bytes, std::move(tar)),
+                            options);
+      },
+      nb::arg("urls"), nb::arg("manifest"), nb::arg("resident"), nb::arg("io_threads"),
+      nb::arg("cache"), nb::arg("cache_bytes"), nb::arg("image_extensions"),
+      nb::arg("label_extension"), nb::arg("num_classes"), nb::arg("options"),
+      "The images of the tar shards that URLs name, through stoke's byte stores (and a node "
+      "cache).");
   nb::class_<ImageColumn, Column>(m, "ImageColumn")
       .def(
           "__init__",

@@ -22,6 +22,8 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 
+#include <stoke/data/dlpack_types.hpp>
+
 namespace stoke_python {
 
 namespace nb = nanobind;
@@ -46,7 +48,7 @@ struct ManagedTensorVersioned {
   nb::dlpack::dltensor dl_tensor;
 };
 inline constexpr PackVersion version{1, 1};
-inline constexpr std::int32_t cpu = 1;  ///< kDLCPU
+inline constexpr auto cpu = static_cast<std::int32_t>(stoke::dlpack::DeviceType::cpu);  ///< kDLCPU
 
 }  // namespace dlpack_abi
 

@@ -1,9 +1,9 @@
 #pragma once
 /// @file
-/// Image sources for `stoke_loader`: an image folder or WebDataset tar shards (stoke's
-/// `images::ImageFolder`, `images::TarShards`) as two columns, the images (decoded, cropped,
-/// resized, flipped and optionally normalised by stoke's augmentations, straight into the
-/// batch) and their labels (read without decoding).
+/// Image sources for `stoke_loader`: an image folder or WebDataset tar shards, local or in a
+/// byte store (stoke's `images::ImageFolder`, `images::TarShards`, `images::StoredTarShards`)
+/// as two columns, the images (decoded, cropped, resized, flipped and optionally normalised by
+/// stoke's augmentations, straight into the batch) and their labels (read without decoding).
 
 #include <algorithm>
 #include <cstddef>
@@ -14,6 +14,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -26,6 +27,7 @@
 #include <stoke/images/image_folder.hpp>
 #include <stoke/images/prepared_image.hpp>
 #include <stoke/images/render_row.hpp>
+#include <stoke/images/stored_tar_shards.hpp>
 #include <stoke/images/tar_shards.hpp>
 
 #include "rows.hpp"
@@ -34,14 +36,22 @@ namespace stoke_python {
 
 namespace images = stoke::images;
 
-/// An image folder or tar shards, and how their images are rendered: as the C++
-/// `images::ImageBatcher` does (float32 CHW, normalised) when `batcher` is set, else as HWC
+/// Where the images of an `ImageSource` are: a folder, local tar shards, or tar shards in a
+/// byte store.
+using ImageData = std::variant<images::ImageFolder, images::TarShards, images::StoredTarShards>;
+
+/// Whether `S` (one of `ImageData`'s) is made of tar shards.
+template <class S>
+inline constexpr bool is_tar_shards = !std::is_same_v<S, images::ImageFolder>;
+
+/// An image folder or tar shards (local or stored), and how their images are rendered: as the
+/// C++ `images::ImageBatcher` does (float32 CHW, normalised) when `batcher` is set, else as HWC
 /// bytes (uint8), augmented the same way but not normalised.
 struct ImageSource {
-  std::variant<images::ImageFolder, images::TarShards> images;  ///< where the images are
-  images::Augmentation augmentation;                            ///< crop, resize, flip, jitter
-  images::PrepareOptions decoding;                              ///< channels, decoding
-  std::optional<images::ImageBatcher> batcher;                  ///< set to normalise
+  ImageData images;                             ///< where the images are
+  images::Augmentation augmentation;            ///< crop, resize, flip, jitter
+  images::PrepareOptions decoding;              ///< channels, decoding
+  std::optional<images::ImageBatcher> batcher;  ///< set to normalise
 
   /// Samples.
   [[nodiscard]] std::size_t size() const {
@@ -57,12 +67,20 @@ struct ImageSource {
   }
   /// Where each tar shard's samples begin (null for a folder).
   [[nodiscard]] const std::vector<std::size_t>* shard_begins() const {
-    const auto* tar = std::get_if<images::TarShards>(&images);
-    return tar == nullptr ? nullptr : &tar->shard_begins();
+    return std::visit(
+        []<class S>(const S& s) -> const std::vector<std::size_t>* {
+          if constexpr (is_tar_shards<S>) return &s.shard_begins();
+          return nullptr;
+        },
+        images);
   }
-  /// Advises the kernel to read the epoch's next tar shards ahead.
+  /// Reads the epoch's next tar shards ahead (advised to the kernel, or fetched from a store).
   void read_ahead(std::span<const std::size_t> shards) const {
-    if (const auto* tar = std::get_if<images::TarShards>(&images)) tar->read_ahead(shards);
+    std::visit(
+        [&]<class S>(const S& s) {
+          if constexpr (is_tar_shards<S>) s.read_ahead(shards);
+        },
+        images);
   }
   /// The shape of one rendered image, HWC.
   [[nodiscard]] images::ImageShape output_shape() const noexcept {

@@ -43,31 +43,19 @@
 #include "bind_sources.hpp"
 #include "gil.hpp"
 #include "held_batches.hpp"
+#include "python_epoch.hpp"
+#include "python_loader.hpp"
 #include "rows.hpp"
 #include "scaled_column.hpp"
+#include "sequences.hpp"
 
 namespace stoke_python {
 namespace {
 
 using Loader = stoke::MultiThreadLoader<RowIndices, RowBatcher, stoke::cpu::Backend>;
 using LoaderBatch = stoke::Batch<Rows>;
-using Range = stoke::BatchRange<LoaderBatch>;
 /// A batch handed to Python, counted against its loader's bound on held batches.
 using Held = HeldBatch<LoaderBatch>;
-
-/// Share `index` of `count` (the C++ API is renaming `part` to `share`; either works).
-template <class L>
-L share_of(const L& loader, std::size_t count, std::size_t index) {
-  if (count == 0 || index >= count) {
-    throw stoke::UsageError("stoke_loader: share " + std::to_string(index) + " of " +
-                            std::to_string(count) + ": needs index < count");
-  }
-  return loader.share(count, index);
-}
-
-std::string device_name(const stoke::cpu::Device& device) {
-  return "cpu:" + std::to_string(device.index);
-}
 
 /// One batch as Python sees it: a mapping of column names to arrays over the batch's buffer.
 class PyBatch {
@@ -151,90 +139,6 @@ class PyBatch {
   const LoaderBatch* batch_;  ///< `held_->batch`
 };
 
-/// One epoch's batches: `next` waits for the next batch with the GIL released.
-class PyEpoch {
- public:
-  PyEpoch(Range range, std::shared_ptr<HeldBatches> held)
-      : range_(std::make_unique<Range>(std::move(range))), held_(std::move(held)) {}
-  PyEpoch(const PyEpoch&) = delete;
-  PyEpoch& operator=(const PyEpoch&) = delete;
-  ~PyEpoch() {
-    without_gil([this] { range_.reset(); });
-  }
-
-  /// The next batch; `StopIteration` after the last. Calls from several threads take turns.
-  /// `HeldBatchesError` when the consumer holds as many batches of the loader as its bound: the
-  /// batch taken is kept for the next call, so that no batch is lost (nor made twice).
-  PyBatch next() {
-    wait_for_batch();
-    std::optional<LoaderBatch> batch;
-    bool over = false;
-    {
-      GilRelease release;
-      std::unique_ptr<Range> finished;
-      {
-        const std::lock_guard lock(mutex_);
-        if (kept_) {
-          batch = std::move(kept_);
-          kept_.reset();
-        } else if (range_) {
-          if (!started_) {
-            started_ = true;
-            at_ = range_->begin();
-          } else {
-            ++at_;
-          }
-          if (at_ != range_->end()) {
-            batch.emplace(std::move(*at_));
-          } else {
-            finished = std::move(range_);
-          }
-        }
-      }
-      finished.reset();  // the epoch is over: let go of its workers, without the GIL
-      if (batch && held_->max != 0 && held_->held.load(std::memory_order_acquire) >= held_->max) {
-        const std::lock_guard lock(mutex_);
-        kept_ = std::move(batch);
-        batch.reset();
-        over = true;
-      }
-    }
-    if (over) throw_held(*held_);
-    if (!batch) throw nb::stop_iteration();
-    return {std::move(*batch), held_};
-  }
-
- private:
-  /// How long `next` waits for a batch with the GIL released before it runs the signal handlers:
-  /// Ctrl-C raises `KeyboardInterrupt` within about this long.
-  static constexpr std::chrono::milliseconds signal_check_interval{10};
-
-  /// Waits until the next batch is ready, in slices of `signal_check_interval` with the GIL
-  /// released, running the signal handlers between them: a `KeyboardInterrupt` (or whatever a
-  /// handler raises) ends the wait and takes no batch, so the epoch can go on or be dropped.
-  void wait_for_batch() {
-    for (;;) {
-      bool ready = true;
-      {
-        GilRelease release;
-        const std::lock_guard lock(mutex_);
-        if (!kept_ && range_) {
-          ready = range_->wait_until(std::chrono::steady_clock::now() + signal_check_interval);
-        }
-      }
-      if (ready) return;
-      if (PyErr_CheckSignals() != 0) throw nb::python_error();
-    }
-  }
-
-  std::mutex mutex_;  ///< held while the range advances
-  std::unique_ptr<Range> range_;
-  std::shared_ptr<HeldBatches> held_;
-  std::optional<LoaderBatch> kept_;  ///< a batch taken while the consumer held too many
-  Range::iterator at_;
-  bool started_ = false;
-};
-
 /// The pool every loader of this process takes its batch buffers from, as C++ loaders that
 /// share a pool do: a new loader's first batch then lands in memory an earlier loader already
 /// touched (no page faults), and buffers outlive the loader that filled them either way. It
@@ -245,14 +149,16 @@ inline stoke::cpu::BufferPool batch_pool() {
 }
 
 /// A loader over a table; copies made by `split` and `share` are loaders of their own.
-class PyLoader {
+class PyLoader : public PyLoaderOf<PyLoader, Loader, PyBatch> {
  public:
+  using PyLoaderOf::PyLoaderOf;
+
+  /// A loader over the table of `columns`.
   PyLoader(const std::vector<std::shared_ptr<Column>>& columns, std::size_t batch_size,
            bool shuffle, std::uint64_t seed, std::size_t num_workers, std::size_t queue_depth,
            const std::string& remainder, double batch_timeout, std::size_t max_held,
            bool shuffle_shards)
-      : held_(std::make_shared<HeldBatches>()) {
-    held_->max = max_held;
+      : PyLoaderOf(max_held) {
     if (columns.empty()) throw stoke::UsageError("stoke_loader: a loader needs a column");
     const std::size_t rows = columns.front()->rows();
     std::vector<std::shared_ptr<const Column>> table;
@@ -301,57 +207,8 @@ class PyLoader {
       const auto ms = static_cast<std::int64_t>(batch_timeout * 1000.0 + 0.5);
       builder.batch_timeout(std::chrono::milliseconds(ms < 1 ? 1 : ms));
     }
-    loader_.emplace(builder.build(RowIndices{rows, shared}));
+    emplace_loader(builder.build(RowIndices{rows, shared}));
   }
-  /// A loader of its own (a share or a split's part) with the bound `max_held`.
-  PyLoader(Loader loader, std::size_t max_held) : held_(std::make_shared<HeldBatches>()) {
-    held_->max = max_held;
-    loader_.emplace(std::move(loader));
-  }
-  PyLoader(const PyLoader&) = delete;
-  PyLoader& operator=(const PyLoader&) = delete;
-  ~PyLoader() {
-    without_gil([this] { loader_.reset(); });
-  }
-
-  /// The next epoch's batches; advances the epoch. Like every call that changes the loader,
-  /// it holds the GIL, which keeps such calls from several threads apart (it waits for no
-  /// batch: the workers begin the epoch, the consumer waits in `PyEpoch::next`).
-  std::unique_ptr<PyEpoch> iter() { return std::make_unique<PyEpoch>(loader_->iter(), held_); }
-
-  std::vector<std::unique_ptr<PyLoader>> split(const std::vector<std::size_t>& devices) const {
-    std::vector<stoke::cpu::Device> targets;
-    for (const std::size_t index : devices) targets.push_back(stoke::cpu::Device{index});
-    std::vector<std::unique_ptr<PyLoader>> out;
-    for (Loader& share : stoke::split(*loader_, targets)) {
-      out.push_back(std::make_unique<PyLoader>(std::move(share), held_->max));
-    }
-    return out;
-  }
-
-  std::unique_ptr<PyLoader> share(std::size_t count, std::size_t index) const {
-    return std::make_unique<PyLoader>(share_of(*loader_, count, index), held_->max);
-  }
-
-  /// Stops the loader's worker threads now and joins them; an epoch still open raises
-  /// `StateError` at its next batch; the next `iter()` starts new workers.
-  void close() {
-    without_gil([this] { loader_->close(); });
-  }
-
-  [[nodiscard]] std::string state_json() const { return stoke::to_json(loader_->state()).dump(); }
-  void restore_json(const std::string& text) { loader_->restore(stoke::parse_loader_state(text)); }
-
-  [[nodiscard]] const Loader& loader() const { return *loader_; }
-  [[nodiscard]] Loader& loader() { return *loader_; }
-  /// Batches of this loader the consumer holds now.
-  [[nodiscard]] std::size_t held() const noexcept { return held_->held.load(); }
-  /// The bound on them (0: none).
-  [[nodiscard]] std::size_t max_held() const noexcept { return held_->max; }
-
- private:
-  std::shared_ptr<HeldBatches> held_;
-  std::optional<Loader> loader_;
 };
 
 /// Python exception types, one per stoke error, made when the module loads.
@@ -459,6 +316,7 @@ NB_MODULE(_native, m) {
       .def(nb::init<std::string, std::shared_ptr<Column>, float, float>(), nb::arg("name"),
            nb::arg("source"), nb::arg("scale"), nb::arg("offset"));
   bind_sources(m);
+  bind_sequences(m);
 
   static PyType_Slot array_slots[] = {
       {Py_bf_getbuffer, reinterpret_cast<void*>(&BatchArray::get_buffer)}, {0, nullptr}};
@@ -520,38 +378,21 @@ NB_MODULE(_native, m) {
       .def_prop_ro("indices", &PyBatch::indices, nb::rv_policy::automatic)
       .def_prop_ro("mask", &PyBatch::mask, nb::rv_policy::automatic);
 
-  nb::class_<PyEpoch>(m, "Epoch", "One epoch's batches, in order.")
+  nb::class_<PyLoader::Epoch>(m, "Epoch", "One epoch's batches, in order.")
       .def("__iter__", [](nb::handle self) { return self; })
-      .def("__next__", &PyEpoch::next);
+      .def("__next__", &PyLoader::Epoch::next);
 
-  nb::class_<PyLoader>(m, "Loader")
-      .def(nb::init<const std::vector<std::shared_ptr<Column>>&, std::size_t, bool, std::uint64_t,
-                    std::size_t, std::size_t, const std::string&, double, std::size_t, bool>(),
-           nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"), nb::arg("seed"),
-           nb::arg("num_workers"), nb::arg("queue_depth"), nb::arg("remainder"),
-           nb::arg("batch_timeout"), nb::arg("max_held"), nb::arg("shuffle_shards"))
-      .def_prop_ro("held", &PyLoader::held)
-      .def_prop_ro("max_held", &PyLoader::max_held)
-      .def("iter", &PyLoader::iter)
-      .def("close", &PyLoader::close)
-      .def("split", &PyLoader::split, nb::arg("devices"))
-      .def("share", &PyLoader::share, nb::arg("count"), nb::arg("index"))
-      .def("state_json", &PyLoader::state_json)
-      .def("restore_json", &PyLoader::restore_json, nb::arg("text"))
-      .def_prop_ro("num_batches", [](const PyLoader& l) { return l.loader().num_batches(); })
-      .def_prop_ro("num_items", [](const PyLoader& l) { return l.loader().num_items(); })
-      .def_prop_ro("num_padded", [](const PyLoader& l) { return l.loader().num_padded(); })
-      .def_prop_ro("num_dropped", [](const PyLoader& l) { return l.loader().num_dropped(); })
-      .def_prop_ro("dataset_size", [](const PyLoader& l) { return l.loader().dataset().size(); })
-      .def_prop_ro("epoch", [](const PyLoader& l) { return l.loader().epoch(); })
-      .def("set_epoch", [](PyLoader& l, std::size_t epoch) { l.loader().set_epoch(epoch); })
-      .def_prop_ro("device", [](const PyLoader& l) { return device_name(l.loader().device()); })
-      .def("set_device",
-           [](PyLoader& l, std::size_t index) { l.loader().set_device(stoke::cpu::Device{index}); })
-      .def("order", [](const PyLoader& l, std::size_t epoch) {
-        const auto order = l.loader().order(epoch);
-        std::vector<std::int64_t> out(l.loader().dataset().size());
-        for (std::size_t p = 0; p < out.size(); ++p) out[p] = static_cast<std::int64_t>(order(p));
-        return out;
-      });
+  nb::class_<PyLoader> loader(m, "Loader");
+  loader.def(nb::init<const std::vector<std::shared_ptr<Column>>&, std::size_t, bool, std::uint64_t,
+                      std::size_t, std::size_t, const std::string&, double, std::size_t, bool>(),
+             nb::arg("columns"), nb::arg("batch_size"), nb::arg("shuffle"), nb::arg("seed"),
+             nb::arg("num_workers"), nb::arg("queue_depth"), nb::arg("remainder"),
+             nb::arg("batch_timeout"), nb::arg("max_held"), nb::arg("shuffle_shards"));
+  bind_loader_methods(loader);
+  loader.def("order", [](const PyLoader& l, std::size_t epoch) {
+    const auto order = l.loader().order(epoch);
+    std::vector<std::int64_t> out(l.loader().dataset().size());
+    for (std::size_t p = 0; p < out.size(); ++p) out[p] = static_cast<std::int64_t>(order(p));
+    return out;
+  });
 }

@@ -52,6 +52,7 @@ from ._native import (
 )
 from ._images import Images, image_folder, tar_shards
 from ._sources import Hdf5Column, NotBuiltError, ShardedColumn, hdf5, npy, npz, shards
+from ._stored import StoredColumn
 
 __all__ = [
     "Loader",
@@ -65,6 +66,7 @@ __all__ = [
     "npz",
     "shards",
     "ShardedColumn",
+    "StoredColumn",
     "hdf5",
     "Hdf5Column",
     "image_folder",
@@ -367,14 +369,14 @@ class Loader:
             indices = list(range(devices))
         else:
             indices = [_device_index(d) for d in devices]
-        return [Loader._wrap(native, self._transform)
+        return [type(self)._wrap(native, self._transform)
                 for native in self._native.split(indices)]
 
     def share(self, count: int, index: int) -> "Loader":
         """Share ``index`` of ``count``: the loader of one rank of ``count`` (a
         ``torch.distributed`` rank: ``share(world_size, rank)``), by the rule of ``split``,
         so splitting a rank's share over its devices equals one split over all devices."""
-        return Loader._wrap(self._native.share(count, index), self._transform)
+        return type(self)._wrap(self._native.share(count, index), self._transform)
 
     def state_dict(self) -> dict:
         """Where the loader stands: the loader state JSON (format ``stoke.loader_state.v3``)
@@ -449,3 +451,30 @@ def _device_index(device: Union[int, str]) -> int:
     if isinstance(device, str) and device.startswith("cpu:") and device[4:].isdigit():
         return int(device[4:])
     raise ValueError(f"stoke_loader: {device!r} is not a CPU device (an index or 'cpu:N')")
+
+
+class SequenceLoader(Loader):
+    """Planned batches of token sequences (padded, packed or bucketed): made by
+    :func:`padded`, :func:`packed` or :func:`bucketed`. A :class:`Loader` in all else: its
+    positions are the batches of each epoch's plan, so ``len``, ``split``/``share`` (equal
+    batch counts; a padding batch repeats one with a loss mask of zeros), ``state_dict`` /
+    ``load_state_dict`` (exact, and elastic onto another number of shares; a state of another
+    plan is refused) and the worker threads are the loader's own."""
+
+    def order(self, epoch: int) -> _np.ndarray:
+        """A plan has no order of samples: a batch's documents are ``batch["documents"]``."""
+        raise UsageError("stoke_loader: a SequenceLoader's epoch is a plan of batches, not an "
+                         "order of samples; each batch's documents are batch['documents']")
+
+    def __repr__(self) -> str:
+        return (f"stoke_loader.SequenceLoader(sequences={self.dataset_size}, "
+                f"batches={len(self)}, epoch={self.epoch}, device={self.device!r})")
+
+
+# Sequences need SequenceLoader (above): imported last.
+from ._sequences import (  # noqa: E402
+    Mixture, SequenceBatch, TokenStore, bucketed, mixture, packed, padded, token_store)
+from .token_store_writer import TokenStoreWriter, write_texts  # noqa: E402
+
+__all__ += ["SequenceLoader", "SequenceBatch", "TokenStore", "token_store", "padded", "packed",
+            "bucketed", "Mixture", "mixture", "TokenStoreWriter", "write_texts"]

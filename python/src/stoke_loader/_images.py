@@ -7,7 +7,8 @@ import collections.abc as abc
 import os
 from typing import Iterable, Iterator, Optional, Sequence, Union
 
-from . import _native
+from . import _native, _stored
+from ._native import UsageError
 from ._sources import _REINSTALL, NotBuiltError, PathLike
 
 Normalize = tuple[Union[float, Sequence[float]], Union[float, Sequence[float]]]
@@ -69,11 +70,13 @@ class Images(abc.Mapping):
 
     @property
     def paths(self) -> list[str]:
-        """The tar shards, in order, or the image folder."""
+        """The tar shards, in order (paths, or for shards in a store their URLs, each followed
+        by the endpoint it is read from), or the image folder."""
         return list(self._source.paths)
 
     def key(self, index: int) -> str:
-        """Sample ``index``'s file (image folder) or key (tar shards)."""
+        """Sample ``index``'s file (image folder) or key (tar shards; for shards in a store,
+        its shard is fetched when it is not held)."""
         return self._source.key(index)
 
     def __repr__(self) -> str:
@@ -81,7 +84,7 @@ class Images(abc.Mapping):
 
 
 def _options(size, crop: str, scale, ratio, flip: float, color_jitter, channels: int,
-             normalize: Optional[Normalize], reduced_decode: bool, window_decode: bool):
+             normalize: Optional[Normalize], reduced_decode: bool, region_decode: bool):
     if not _native.has_images:
         raise NotBuiltError(_NO_IMAGES)
     height, width = (size, size) if isinstance(size, int) else tuple(size)
@@ -102,8 +105,13 @@ def _options(size, crop: str, scale, ratio, flip: float, color_jitter, channels:
             float(x) for x in v]
         options.mean, options.std = per_channel(mean), per_channel(std)
     options.reduced_decode = bool(reduced_decode)
-    options.window_decode = bool(window_decode)
+    options.region_decode = bool(region_decode)
     return options
+
+
+def _region_decode(region_decode: bool, window_decode: Optional[bool]) -> bool:
+    """``region_decode``, or ``window_decode`` (its old name) where a caller gives that."""
+    return region_decode if window_decode is None else bool(window_decode)
 
 
 _AUGMENT_DOC = """
@@ -115,8 +123,8 @@ _AUGMENT_DOC = """
     ``channels``: 3 (RGB) or 1 (grey). ``normalize=(mean, std)`` (per channel, or one value)
     gives float32 CHW images ``(x / 255 - mean) / std``; without it, uint8 HWC.
     ``reduced_decode`` lets JPEGs decode at a reduced DCT scale that still covers the output
-    (faster; pixels differ slightly); ``window_decode`` decodes only the rows and columns the
-    crop reads (same pixels).
+    (faster; pixels differ slightly); ``region_decode`` decodes only the rows and columns the
+    crop reads (same pixels; ``window_decode`` is its old name, still taken).
 """
 
 
@@ -126,13 +134,14 @@ def image_folder(root: PathLike, size: Union[int, Sequence[int]], *, crop: str =
                  color_jitter: Optional[Sequence[float]] = None, channels: int = 3,
                  normalize: Optional[Normalize] = None,
                  extensions: Iterable[str] = (".jpg", ".jpeg", ".png"),
-                 reduced_decode: bool = True, window_decode: bool = True) -> Images:
+                 reduced_decode: bool = True, region_decode: bool = True,
+                 window_decode: Optional[bool] = None) -> Images:
     """The images of ``root/<class>/<file>`` (torchvision's ``ImageFolder`` layout; classes
     sorted by name, labels their positions), read by stoke's ``images::ImageFolder``. A missing
     or empty folder raises :class:`InputError` naming it.
     """
     options = _options(size, crop, scale, ratio, flip, color_jitter, channels, normalize,
-                       reduced_decode, window_decode)
+                       reduced_decode, _region_decode(region_decode, window_decode))
     return Images(_native.image_folder(os.fspath(root), list(extensions), options))
 
 
@@ -143,7 +152,10 @@ def tar_shards(source: Union[PathLike, Iterable[PathLike]], size: Union[int, Seq
                channels: int = 3, normalize: Optional[Normalize] = None, num_classes: int = 0,
                image_extensions: Iterable[str] = ("jpg", "jpeg", "png"),
                label_extension: str = "cls", reduced_decode: bool = True,
-               window_decode: bool = True) -> Images:
+               region_decode: bool = True, window_decode: Optional[bool] = None,
+               manifest: Optional[str] = None, cache: Optional[PathLike] = None,
+               cache_bytes: Optional[int] = None, resident: int = 2,
+               io_threads: int = 1) -> Images:
     """The samples of WebDataset tar shards (a directory's files matching ``pattern``, sorted,
     or a list of files), read in place from the memory-mapped shards by stoke's
     ``images::TarShards``: each sample one image member and one ``.cls`` label member (decimal
@@ -152,9 +164,31 @@ def tar_shards(source: Union[PathLike, Iterable[PathLike]], size: Union[int, Seq
     number, raises :class:`InputError` naming the shard and the sample's key. A sharded
     source: ``Loader(..., shuffle_shards=True)`` keeps consecutive batches in one shard and
     advises the kernel to read the epoch's next shards ahead.
+
+    URLs: ``source`` may instead be a URL of tar shards, or a list of them, in one store, as
+    :func:`shards` takes them: ``s3://bucket/train/*.tar`` (a glob, a prefix ending in ``/``,
+    or one object), ``http(s)://host/path/a.tar`` (name each object) or ``file:///data/a.tar``;
+    they are read by stoke's ``images::StoredTarShards``, with the same samples in the same
+    order as the same shards read locally. ``manifest``: the URL of their manifest (a JSON list
+    of ``{"key", "rows", "bytes"}``, ``rows`` being samples: stoke's ``stored_shards_json``),
+    so that opening reads no shard; without it each shard is read whole once at open, to count
+    its samples. A shard is fetched whole when the epoch reaches it: ``resident`` shards stay in
+    memory and ``io_threads`` fetch the epoch's next ones ahead. ``cache`` and
+    ``cache_bytes``: a node cache in that folder, bounded, shared by every process of the node
+    (each shard fetched once per node). A damaged shard raises :class:`InputError` naming its
+    URL, the sample's key or the header's offset; a shard unlike its manifest, naming its URL.
     """
     options = _options(size, crop, scale, ratio, flip, color_jitter, channels, normalize,
-                       reduced_decode, window_decode)
+                       reduced_decode, _region_decode(region_decode, window_decode))
+    if _stored.is_url(source):
+        urls = _stored.checked_urls(source, cache, cache_bytes, "tar_shards()")
+        return Images(_native.stored_tar_shards(
+            urls, manifest or "", int(resident), int(io_threads),
+            os.fspath(cache) if cache is not None else "", int(cache_bytes or 0),
+            list(image_extensions), label_extension, int(num_classes), options))
+    if manifest is not None or cache is not None:
+        raise UsageError("stoke_loader: tar_shards() reads local files in place: manifest, "
+                         "cache and cache_bytes apply to URLs (s3://, http(s)://, file://)")
     if isinstance(source, (str, os.PathLike)) and os.path.isdir(source):
         files = list(_native.files_matching(os.fspath(source), pattern))
     elif isinstance(source, (str, os.PathLike)):

@@ -4,12 +4,15 @@ of them as sharded columns, and HDF5 / NetCDF-4 variables."""
 from __future__ import annotations
 
 import os
-from typing import Iterable, Optional, Union
+from typing import TYPE_CHECKING, Iterable, Optional, Union
 
 import numpy as np
 
 from . import _native
 from ._native import StokeError, UsageError
+
+if TYPE_CHECKING:
+    from ._stored import StoredColumn
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -119,8 +122,10 @@ def _matches(directory: str, pattern: str) -> bool:
 
 def shards(source: Union[PathLike, Iterable[PathLike]], *, pattern: Optional[str] = None,
            member: Optional[str] = None, variable: Optional[str] = None, inflate: bool = False,
-           resident: Optional[int] = None,
-           io_threads: int = 1) -> Union[ShardedColumn, dict[str, ShardedColumn]]:
+           resident: Optional[int] = None, io_threads: int = 1,
+           manifest: Optional[str] = None, cache: Optional[PathLike] = None,
+           cache_bytes: Optional[int] = None,
+           ) -> Union[ShardedColumn, "StoredColumn", dict[str, ShardedColumn]]:
     """Many array files as one dataset: ``source`` is a directory (its files matching
     ``pattern``, sorted by name; by default its ``*.npy`` or its ``*.npz`` files) or a list of
     files, in order. Every file holds the same dtype and row shape; their rows follow one
@@ -139,7 +144,25 @@ def shards(source: Union[PathLike, Iterable[PathLike]], *, pattern: Optional[str
     is address space; 2 for inflated or HDF5 shards, whose cost is memory). ``io_threads``:
     threads reading the epoch's next shards ahead. A file that cannot be read, is corrupt, or
     holds another dtype or row shape than the first raises :class:`InputError` naming it.
+
+    URLs: ``source`` may instead be a URL of ``.npy`` shards, or a list of them, in one store:
+    ``s3://bucket/train/*.npy`` (a glob, a prefix ending in ``/``, or one object),
+    ``http(s)://host/path/a.npy`` (HTTP has no listing: name each object) or
+    ``file:///data/a.npy``. ``manifest``: the URL of their manifest (stoke's
+    ``ArrayManifest::to_json``), so that opening reads no shard; without it each shard is read
+    once at open for its header. ``cache`` and ``cache_bytes``: a folder of the node's disk and
+    its byte bound, a node cache that every process of the node shares (each shard fetched once
+    per node). Credentials come from the standard AWS variables and files.
     """
+    from . import _stored  # URLs: stoke's byte stores (its module imports this one)
+
+    if _stored.is_url(source):
+        if pattern is not None or member is not None or variable is not None or inflate:
+            raise UsageError("stoke_loader: shards() of URLs reads .npy shards: pattern, "
+                             "member, variable and inflate do not apply")
+        return _stored.stored_shards(source, manifest=manifest, cache=cache,
+                                     cache_bytes=cache_bytes, resident=resident,
+                                     io_threads=io_threads)
     files = _list_files(source, pattern)
     suffixes = {os.path.splitext(f)[1].lower() for f in files}
     if len(suffixes) != 1:

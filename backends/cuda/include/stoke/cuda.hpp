@@ -15,6 +15,7 @@
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/cuda/lane_collective.hpp>
 #include <stoke/cuda/runtime.hpp>
+#include <stoke/cuda/softmax_classifier.hpp>
 #include <stoke/cuda/stager.hpp>
 #include <stoke/cuda/training.hpp>
 #if defined(STOKE_CUDA_HAS_NCCL)

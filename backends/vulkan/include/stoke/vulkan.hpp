@@ -10,6 +10,7 @@
 #include <stoke/vulkan/command_pool.hpp>
 #include <stoke/vulkan/context.hpp>
 #include <stoke/vulkan/device.hpp>
+#include <stoke/vulkan/device_kernels.hpp>
 #include <stoke/vulkan/error.hpp>
 #include <stoke/vulkan/fence.hpp>
 #include <stoke/vulkan/image_batcher.hpp>
@@ -20,4 +21,5 @@
 #include <stoke/vulkan/registry.hpp>
 #include <stoke/vulkan/retired_buffers.hpp>
 #include <stoke/vulkan/semaphore.hpp>
+#include <stoke/vulkan/softmax_classifier.hpp>
 #include <stoke/vulkan/stager.hpp>

@@ -1,7 +1,9 @@
 #pragma once
 /// @file
 /// The `DeviceBackend` concept: a backend whose devices hold a model's parameters, gradients
-/// and optimizer state, and run its training step, its collectives and its optimizer there.
+/// and optimizer state, and run its collectives and its optimizer there: what every device
+/// model needs. A model's own kernels are that model's concept (the softmax classifier's:
+/// `SoftmaxBackend`, `model/softmax_classifier.hpp`), so a new model adds nothing here.
 
 #include <concepts>
 #include <cstddef>
@@ -32,16 +34,11 @@ namespace stoke {
 ///    tensor on its own device;
 /// 5. `B::sgd_step` and `B::adam_step` take one element-wise optimizer step as the
 ///    `OptimizerStepShape` says, with state tensors of the stepped parameter shard's size;
-/// 6. `B::softmax_forward`, `B::softmax_gradients` and `B::add_softmax_sums` run a softmax
-///    classifier's batch (see `SoftmaxShape` and `stoke::SoftmaxClassifier`);
-/// 7. given a step table as their last tensor (`step_table.hpp`), `B::sgd_step` and
+/// 6. given a step table as their last tensor (`step_table.hpp`), `B::sgd_step` and
 ///    `B::adam_step` read the scalars that change from step to step (the rate, Adam's decay and
 ///    bias corrections) and the history slot from the table's row of its counter, and
 ///    `B::advance_step(table)` adds one to the counter, so a step hands the device the same
-///    arguments every step;
-/// 8. given a tensor of one `uint32` as their last argument, the softmax operations read the
-///    batch's real rows from it on the device (`SoftmaxShape::real_rows` then only checks the
-///    sizes), so a padded batch takes the same arguments as a full one.
+///    arguments every step.
 template <class B>
 concept DeviceBackend =
     CollectiveBackend<B> && std::movable<typename B::Tensor> &&
@@ -49,8 +46,7 @@ concept DeviceBackend =
     requires(const device_t<B>& device, typename B::Tensor& tensor,
              std::span<const std::byte> bytes, typename B::Collective& collective,
              std::size_t participant, const SgdHyperparameters& sgd,
-             const AdamHyperparameters& adam, const OptimizerStepShape& step,
-             const SoftmaxShape& softmax) {
+             const AdamHyperparameters& adam, const OptimizerStepShape& step) {
       { B::zeros(device, std::size_t{}) } -> std::same_as<typename B::Tensor>;
       { tensor.size() } -> std::convertible_to<std::size_t>;
       B::upload(tensor, bytes);
@@ -63,12 +59,6 @@ concept DeviceBackend =
       B::sgd_step(sgd, step, tensor, tensor, tensor, tensor, tensor);
       B::adam_step(adam, step, tensor, tensor, tensor, tensor, tensor, tensor);
       B::advance_step(tensor);
-      B::softmax_forward(softmax, tensor, tensor, tensor, tensor, tensor);
-      B::softmax_gradients(softmax, tensor, tensor, tensor, tensor);
-      B::add_softmax_sums(softmax, tensor, tensor);
-      B::softmax_forward(softmax, tensor, tensor, tensor, tensor, tensor, tensor);
-      B::softmax_gradients(softmax, tensor, tensor, tensor, tensor, tensor);
-      B::add_softmax_sums(softmax, tensor, tensor, tensor);
     };
 
 }  // namespace stoke

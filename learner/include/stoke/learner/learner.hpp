@@ -51,6 +51,9 @@ struct FitResult {
   std::size_t global_step = 0;       ///< optimizer steps taken, counting resumed ones
   bool resumed = false;              ///< whether training started from a checkpoint
   bool stopped_early = false;        ///< whether `stop_after_steps` ended it
+  /// Steps of this call that ran as a captured step (one launch), summed over devices: zero
+  /// where the backend does not capture or `capture_steps` is off.
+  std::size_t captured_steps = 0;
 };
 
 /// Trains replicas of `Model` on the devices of backend `B`.
@@ -184,6 +187,11 @@ class Learner {
     }
     for (auto& thread : threads) thread.join();
     if (run.error) std::rethrow_exception(run.error);
+    for (auto& replica : replicas) {
+      if constexpr (requires { replica->captured_steps(); }) {
+        result.captured_steps += replica->captured_steps();
+      }
+    }
     model_ = std::move(replicas.front()->model());
     optimizer_ = std::move(replicas.front()->optimizer());
     return result;

@@ -11,11 +11,13 @@
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/dataset.hpp>
 #include <stoke/data/device_image_batch.hpp>
+#include <stoke/data/device_sequence_batch.hpp>
 #include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/host_tensor.hpp>
 #include <stoke/data/multithread_loader.hpp>
 #include <stoke/data/options.hpp>
 #include <stoke/data/order.hpp>
+#include <stoke/data/plan_batcher.hpp>
 #include <stoke/data/prefetch.hpp>
 #include <stoke/data/replaced_samples.hpp>
 #include <stoke/data/sample_context.hpp>

@@ -4,12 +4,17 @@
 /// context (a copy and a compute stream per device) that buffers and stagers share, and the pool
 /// of idle events.
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <string>
+#include <thread>
 #include <utility>
 
 #include <cuda_runtime_api.h>
 
+#include <stoke/core/device.hpp>
+#include <stoke/core/error.hpp>
 #include <stoke/cuda/device.hpp>
 #include <stoke/cuda/error.hpp>
 
@@ -120,6 +125,8 @@ namespace detail {
 /// behind a step's kernels, nor a step behind the loader: the work of one is ordered after the
 /// other's only through the buffers' fences. Lives as long as a buffer, a stager or a fence of
 /// the device needs it.
+struct StepRecording;  // step_recording.hpp
+
 class DeviceContext {
  public:
   /// The context of `device`, made on first use (thread-safe).
@@ -142,10 +149,36 @@ class DeviceContext {
   /// The device's compute stream: the training operations, captured steps among them.
   [[nodiscard]] cudaStream_t compute_stream() const noexcept { return compute_.handle(); }
 
+  /// The step recording open on this device for `thread` (a `StepGraph`'s capture), or null
+  /// where none is open. Throws `UsageError` where one is open for another thread: while a
+  /// step is captured, the device's operations come from the capturing thread only.
+  [[nodiscard]] StepRecording* recording_for(std::thread::id thread) const {
+    StepRecording* const recording = recording_.load(std::memory_order_acquire);
+    if (recording == nullptr || recorder_ == thread) return recording;
+    throw UsageError("stoke: cuda: an operation on " + device_name(device_) +
+                     " from another thread while a step is captured there");
+  }
+  /// Opens `recording` for `thread` (step_recording.hpp's `RecordingScope`). Throws
+  /// `StateError` where one is open already.
+  void open_recording(StepRecording* recording, std::thread::id thread) {
+    if (recording_.load(std::memory_order_acquire) != nullptr) {
+      throw StateError("stoke: cuda: a step is already being captured on " + device_name(device_));
+    }
+    recorder_ = thread;
+    recording_.store(recording, std::memory_order_release);
+  }
+  /// Closes the open recording.
+  void close_recording() noexcept {
+    recording_.store(nullptr, std::memory_order_release);
+    recorder_ = {};
+  }
+
  private:
   Device device_;
   Stream copy_;
   Stream compute_;
+  std::atomic<StepRecording*> recording_{nullptr};  ///< the step being captured, if any
+  std::thread::id recorder_{};                      ///< the thread capturing it
 };
 
 }  // namespace detail

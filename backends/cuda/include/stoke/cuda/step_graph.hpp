@@ -4,7 +4,6 @@
 /// with one call, so the host hands the GPU a step in a few microseconds whatever its kernels.
 
 #include <algorithm>
-#include <atomic>
 #include <cstddef>
 #include <functional>
 #include <memory>
@@ -18,17 +17,10 @@
 #include <stoke/cuda/error.hpp>
 #include <stoke/cuda/fence.hpp>
 #include <stoke/cuda/runtime.hpp>
+#include <stoke/cuda/step_recording.hpp>
 #include <stoke/cuda/training.hpp>
 
 namespace stoke::cuda {
-
-namespace testing {
-/// Launches of captured steps in this process (for tests that check a step was captured).
-inline std::atomic<std::size_t>& step_graph_launches() noexcept {
-  static std::atomic<std::size_t> launches{0};
-  return launches;
-}
-}  // namespace testing
 
 /// The training operations one call enqueued on a device, captured as a CUDA graph (stream
 /// capture of the device's compute stream, this thread only, so the loader's uploads on the
@@ -47,22 +39,23 @@ class StepGraph {
   StepGraph(const Device& device, const std::function<void()>& record)
       : context_(detail::DeviceContext::of(device)) {
     const DeviceGuard guard(device);
-    training::detail::CapturedBuffers captured{context_->compute_stream(), device, {}, {}};
+    detail::StepRecording captured{context_->compute_stream(), device, {}, {}};
     const cudaStream_t stream = captured.stream;
-    STOKE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
     cudaGraph_t graph = nullptr;
-    training::detail::capturing = &captured;
-    try {
-      record();
-    } catch (...) {
-      training::detail::capturing = nullptr;
-      if (cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr) {
-        (void)cudaGraphDestroy(graph);
+    {
+      // The recording is open on the device's context for this thread while `record` runs.
+      const detail::RecordingScope scope(*context_, captured);
+      STOKE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+      try {
+        record();
+      } catch (...) {
+        if (cudaStreamEndCapture(stream, &graph) == cudaSuccess && graph != nullptr) {
+          (void)cudaGraphDestroy(graph);
+        }
+        (void)cudaGetLastError();
+        throw;
       }
-      (void)cudaGetLastError();
-      throw;
     }
-    training::detail::capturing = nullptr;
     STOKE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
     const cudaError_t made = cudaGraphInstantiate(&exec_, graph, 0);
     (void)cudaGraphDestroy(graph);
@@ -104,13 +97,12 @@ class StepGraph {
     const Fence done(context_->device(), stream);
     for (const auto& [buffer, memory] : reads_) buffer->record_use(done);
     for (const auto& [buffer, memory] : writes_) buffer->mark_written_after_uses(done);
-    testing::step_graph_launches().fetch_add(1, std::memory_order_relaxed);
   }
 
  private:
   /// Keeps each buffer once: those written (a buffer read and written counts as written), then
   /// those only read.
-  void keep(const training::detail::CapturedBuffers& captured) {
+  void keep(const detail::StepRecording& captured) {
     for (const auto& entry : captured.writes) {
       if (std::none_of(writes_.begin(), writes_.end(),
                        [&](const auto& kept) { return kept.first == entry.first; })) {

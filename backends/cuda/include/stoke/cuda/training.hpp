@@ -1,9 +1,10 @@
 #pragma once
 /// @file
 /// Training in CUDA device memory: float tensors, their uploads and downloads, and the kernels
-/// of the element-wise optimizers and of a softmax classifier (`src/training.cu`, the same
-/// expressions as the Vulkan shaders). `cuda::Backend` exposes them as a
-/// `stoke::DeviceBackend`.
+/// of the element-wise optimizers (`src/training.cu`, the same expressions as the Vulkan
+/// shaders): what every device model needs. `cuda::Backend` exposes them as a
+/// `stoke::DeviceBackend`. A model's own kernels live with that model
+/// (`softmax_classifier.hpp`), queued through `detail::enqueue` here.
 
 #include <cmath>
 #include <cstddef>
@@ -13,6 +14,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include <cuda_runtime_api.h>
@@ -26,6 +28,7 @@
 #include <stoke/cuda/kernels.hpp>
 #include <stoke/cuda/runtime.hpp>
 #include <stoke/cuda/stager.hpp>
+#include <stoke/cuda/step_recording.hpp>
 #include <stoke/learner/kernels/device_training.hpp>
 #include <stoke/learner/kernels/device_training_checks.hpp>
 
@@ -38,20 +41,6 @@
 namespace stoke::cuda::training {
 
 namespace detail {
-
-/// The buffers a capture saw, each with the memory it held then: a launch orders the graph
-/// after their fences and marks them, and the graph is stale once one holds other memory.
-struct CapturedBuffers {
-  cudaStream_t stream = nullptr;  ///< the capturing stream (the device's compute stream)
-  Device device;                  ///< its device
-  /// Every buffer read, with its memory then.
-  std::vector<std::pair<const Buffer*, const void*>> reads;
-  /// Every buffer written, with its memory then.
-  std::vector<std::pair<Buffer*, const void*>> writes;
-};
-
-/// The capture in progress on this thread, if any.
-inline thread_local CapturedBuffers* capturing = nullptr;
 
 /// The stager of `device` that uploads and downloads tensors (made on first use, kept for the
 /// life of the process like the device's context).
@@ -71,18 +60,6 @@ inline Stager& stager(const Device& device) {
 
 /// The backend's name in the argument checks' messages.
 inline constexpr std::string_view backend = "cuda";
-
-/// The kernels' sizes of a softmax batch (checked by `stoke::detail`), its real rows read on
-/// the device from `real_rows` where it is given.
-inline kernels::SoftmaxSizes kernel_sizes(const stoke::detail::SoftmaxSizes& sizes,
-                                          const Buffer* real_rows) {
-  if (real_rows == nullptr) {
-    return {sizes.rows, sizes.real_rows, sizes.features, sizes.classes, nullptr};
-  }
-  stoke::detail::check_real_rows(backend, *real_rows);
-  return {sizes.rows, read_on_device, sizes.features, sizes.classes,
-          static_cast<const std::uint32_t*>(real_rows->data())};
-}
 
 /// Queues `launch(stream)` (the call of `kernel`'s launcher) on the compute stream of the
 /// buffers' device, after the last write of every buffer in `reads` and the last write and
@@ -111,14 +88,13 @@ void enqueue(const char* kernel, std::initializer_list<const Buffer*> optional_r
     }
   }
   const DeviceGuard guard(device);
-  if (capturing != nullptr) {  // recorded into the graph; its launch orders and marks
-    if (!(capturing->device == device)) {
-      throw UsageError(std::string("stoke: cuda: ") + kernel + " on " + device_name(device) +
-                       " inside a step captured on " + device_name(capturing->device));
-    }
-    check(launch(capturing->stream), kernel);
-    for (const Buffer* buffer : reads) capturing->reads.emplace_back(buffer, buffer->data());
-    for (Buffer* buffer : writes) capturing->writes.emplace_back(buffer, buffer->data());
+  // A step captured on this device (StepGraph) records the operation; its launch orders and
+  // marks the buffers.
+  if (cuda::detail::StepRecording* const recording =
+          home->context()->recording_for(std::this_thread::get_id())) {
+    check(launch(recording->stream), kernel);
+    for (const Buffer* buffer : reads) recording->reads.emplace_back(buffer, buffer->data());
+    for (Buffer* buffer : writes) recording->writes.emplace_back(buffer, buffer->data());
     return;
   }
   const cudaStream_t stream = home->context()->compute_stream();
@@ -178,48 +154,6 @@ inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape
           [&](cudaStream_t stream) {
             return kernels::adam_step(shape, factors, floats(parameters), floats(first),
                                       floats(second), floats(reduced), floats(history), stream);
-          });
-}
-
-/// A softmax forward pass, its real rows from `shape` or read from `real_rows`.
-inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
-                            const Buffer& parameters, Buffer& dlogits, Buffer& item_stats,
-                            const Buffer* real_rows) {
-  const kernels::SoftmaxSizes sizes =
-      kernel_sizes(stoke::detail::checked_softmax_forward(backend, shape, inputs, labels,
-                                                          parameters, dlogits, item_stats),
-                   real_rows);
-  enqueue("the softmax_forward kernel", {&inputs, &labels, &parameters, real_rows},
-          {&dlogits, &item_stats}, [&](cudaStream_t stream) {
-            return kernels::softmax_forward(
-                sizes, floats(inputs), static_cast<const std::int32_t*>(labels.data()),
-                floats(parameters), floats(dlogits), floats(item_stats), stream);
-          });
-}
-
-/// A softmax batch's gradient sums, its real rows from `shape` or read from `real_rows`.
-inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
-                              const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced,
-                              const Buffer* real_rows) {
-  const kernels::SoftmaxSizes sizes =
-      kernel_sizes(stoke::detail::checked_softmax_gradients(backend, shape, inputs, dlogits,
-                                                            item_stats, reduced),
-                   real_rows);
-  enqueue("the softmax_gradients kernel", {&inputs, &dlogits, &item_stats, real_rows}, {&reduced},
-          [&](cudaStream_t stream) {
-            return kernels::softmax_gradients(sizes, floats(inputs), floats(dlogits),
-                                              floats(item_stats), floats(reduced), stream);
-          });
-}
-
-/// A softmax batch's validation sums, its real rows from `shape` or read from `real_rows`.
-inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums,
-                             const Buffer* real_rows) {
-  const kernels::SoftmaxSizes sizes = kernel_sizes(
-      stoke::detail::checked_softmax_sums(backend, shape, item_stats, sums), real_rows);
-  enqueue("the add_softmax_sums kernel", {&item_stats, real_rows}, {&sums},
-          [&](cudaStream_t stream) {
-            return kernels::add_softmax_sums(sizes, floats(item_stats), floats(sums), stream);
           });
 }
 
@@ -313,42 +247,6 @@ struct Operations {
     detail::enqueue("the advance_step kernel", {}, {&table}, [&](cudaStream_t stream) {
       return kernels::advance_step(static_cast<std::uint32_t*>(table.data()), stream);
     });
-  }
-
-  /// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
-  /// of the loss by the logits (`rows x classes`) and per-item loss and correctness (`rows x 2`).
-  /// `labels` holds one `int32` a row.
-  static void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
-                              const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
-    detail::softmax_forward(shape, inputs, labels, parameters, dlogits, item_stats, nullptr);
-  }
-  /// `softmax_forward` reading the real rows from `real_rows` (one `uint32`) on the device.
-  static void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
-                              const Buffer& parameters, Buffer& dlogits, Buffer& item_stats,
-                              const Buffer& real_rows) {
-    detail::softmax_forward(shape, inputs, labels, parameters, dlogits, item_stats, &real_rows);
-  }
-
-  /// A softmax classifier's gradient sums and step sums into the reduced tensor.
-  static void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
-                                const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
-    detail::softmax_gradients(shape, inputs, dlogits, item_stats, reduced, nullptr);
-  }
-  /// `softmax_gradients` reading the real rows from `real_rows` (one `uint32`) on the device.
-  static void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
-                                const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced,
-                                const Buffer& real_rows) {
-    detail::softmax_gradients(shape, inputs, dlogits, item_stats, reduced, &real_rows);
-  }
-
-  /// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
-  static void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
-    detail::add_softmax_sums(shape, item_stats, sums, nullptr);
-  }
-  /// `add_softmax_sums` reading the real rows from `real_rows` (one `uint32`) on the device.
-  static void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums,
-                               const Buffer& real_rows) {
-    detail::add_softmax_sums(shape, item_stats, sums, &real_rows);
   }
 };
 

@@ -2,9 +2,9 @@
 /// @file
 /// Training in Vulkan device memory: float tensors, their uploads and downloads, and the
 /// compute shaders of the element-wise optimizers (`sgd_step.comp`, `adam_step.comp`, with the
-/// step table's counter `advance_step.comp`) and of a softmax classifier (`softmax_forward.comp`,
-/// `softmax_gradients.comp`, `add_softmax_sums.comp`). `vulkan::Backend` exposes them as a
-/// `stoke::DeviceBackend`.
+/// step table's counter `advance_step.comp`): what every device model needs. `vulkan::Backend`
+/// exposes them as a `stoke::DeviceBackend`. A model's own shaders live with that model
+/// (`softmax_classifier.hpp`).
 
 #include <algorithm>
 #include <cmath>
@@ -12,12 +12,10 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <stdexcept>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <vulkan/vulkan_core.h>
@@ -28,55 +26,39 @@
 #include <stoke/vulkan/compute_pipeline.hpp>
 #include <stoke/vulkan/context.hpp>
 #include <stoke/vulkan/device.hpp>
-#include <stoke/vulkan/registry.hpp>
+#include <stoke/vulkan/device_kernels.hpp>
 #include <stoke/vulkan/shaders/adam_step.spv.hpp>
-#include <stoke/vulkan/shaders/add_softmax_sums.spv.hpp>
 #include <stoke/vulkan/shaders/advance_step.spv.hpp>
 #include <stoke/vulkan/shaders/sgd_step.spv.hpp>
-#include <stoke/vulkan/shaders/softmax_forward.spv.hpp>
-#include <stoke/vulkan/shaders/softmax_gradients.spv.hpp>
 #include <stoke/vulkan/stager.hpp>
 
 namespace stoke::vulkan {
 
-/// The training shaders and the stager of one device, made on first use and kept for the
-/// life of the process (like the device's context, see `detail::Registry`). Thread-safe.
+/// The training shaders every device model uses and the stager of one device, made on first
+/// use and kept for the life of the process (`kernels_of`). Thread-safe.
 class TrainingKernels {
  public:
   /// The kernels of `device`.
-  static TrainingKernels& of(const Device& device) {
-    std::shared_ptr<Context> made = vulkan::context(device);  // the registry outlives every kernel
-    static std::mutex mutex;
-    static auto* kernels = new std::unordered_map<Device, std::unique_ptr<TrainingKernels>>();
-    std::lock_guard lock(mutex);
-    auto& slot = (*kernels)[device];
-    if (!slot) slot.reset(new TrainingKernels(std::move(made)));
-    return *slot;
-  }
+  static TrainingKernels& of(const Device& device) { return kernels_of<TrainingKernels>(device); }
+
+  /// The kernels on `context`'s device (`of` keeps one a device).
+  explicit TrainingKernels(std::shared_ptr<Context> context)
+      : sgd(context, shaders::sgd_step, 5, sizeof(std::uint32_t) * 4 + sizeof(float) * 3, 256),
+        adam(context, shaders::adam_step, 6, sizeof(std::uint32_t) * 4 + sizeof(float) * 7, 256),
+        advance(context, shaders::advance_step, 1, 0, 1),
+        context_(std::move(context)),
+        stager_(context_, 4) {}
 
   /// The device's context.
   [[nodiscard]] const std::shared_ptr<Context>& context() const noexcept { return context_; }
   /// Uploads and downloads of tensors.
   [[nodiscard]] Stager& stager() noexcept { return stager_; }
 
-  ComputePipeline sgd;                ///< `sgd_step.comp`
-  ComputePipeline adam;               ///< `adam_step.comp`
-  ComputePipeline advance;            ///< `advance_step.comp`
-  ComputePipeline softmax_forward;    ///< `softmax_forward.comp`
-  ComputePipeline softmax_gradients;  ///< `softmax_gradients.comp`
-  ComputePipeline add_softmax_sums;   ///< `add_softmax_sums.comp`
+  ComputePipeline sgd;      ///< `sgd_step.comp`
+  ComputePipeline adam;     ///< `adam_step.comp`
+  ComputePipeline advance;  ///< `advance_step.comp`
 
  private:
-  explicit TrainingKernels(std::shared_ptr<Context> context)
-      : sgd(context, shaders::sgd_step, 5, sizeof(std::uint32_t) * 4 + sizeof(float) * 3, 256),
-        adam(context, shaders::adam_step, 6, sizeof(std::uint32_t) * 4 + sizeof(float) * 7, 256),
-        advance(context, shaders::advance_step, 1, 0, 1),
-        softmax_forward(context, shaders::softmax_forward, 6, sizeof(std::uint32_t) * 4, 64),
-        softmax_gradients(context, shaders::softmax_gradients, 5, sizeof(std::uint32_t) * 4, 64),
-        add_softmax_sums(context, shaders::add_softmax_sums, 3, sizeof(std::uint32_t) * 4, 1),
-        context_(std::move(context)),
-        stager_(context_, 4) {}
-
   std::shared_ptr<Context> context_;
   Stager stager_;
 };
@@ -142,54 +124,6 @@ inline void adam_step(const AdamHyperparameters& hyper, const OptimizerStepShape
                               Binding::write(history),    Binding::read(bound(table, reduced))};
   TrainingKernels::of(parameters.device())
       .adam.dispatch(bindings, params, std::max<std::size_t>(step.size, 1));
-}
-
-/// `sizes` as pushed: the real rows read on the device where `real_rows` is given.
-inline stoke::detail::SoftmaxSizes pushed(stoke::detail::SoftmaxSizes sizes,
-                                          const Buffer* real_rows) {
-  if (real_rows != nullptr) {
-    stoke::detail::check_real_rows(backend, *real_rows);
-    sizes.real_rows = read_on_device;
-  }
-  return sizes;
-}
-
-/// The softmax forward pass, its real rows pushed or read from `real_rows`.
-inline void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
-                            const Buffer& parameters, Buffer& dlogits, Buffer& item_stats,
-                            const Buffer* real_rows) {
-  const auto sizes = pushed(stoke::detail::checked_softmax_forward(backend, shape, inputs, labels,
-                                                                   parameters, dlogits, item_stats),
-                            real_rows);
-  const Binding bindings[] = {Binding::read(inputs),      Binding::read(labels),
-                              Binding::read(parameters),  Binding::write(dlogits),
-                              Binding::write(item_stats), Binding::read(bound(real_rows, labels))};
-  TrainingKernels::of(inputs.device()).softmax_forward.dispatch(bindings, sizes, shape.rows);
-}
-
-/// The softmax gradient sums, their real rows pushed or read from `real_rows`.
-inline void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
-                              const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced,
-                              const Buffer* real_rows) {
-  const auto sizes = pushed(stoke::detail::checked_softmax_gradients(backend, shape, inputs,
-                                                                     dlogits, item_stats, reduced),
-                            real_rows);
-  const Binding bindings[] = {Binding::read(inputs), Binding::read(dlogits),
-                              Binding::read(item_stats), Binding::write(reduced),
-                              Binding::read(bound(real_rows, inputs))};
-  TrainingKernels::of(inputs.device())
-      .softmax_gradients.dispatch(bindings, sizes,
-                                  shape.features * shape.classes + shape.classes + reduced_tail);
-}
-
-/// The softmax validation sums, their real rows pushed or read from `real_rows`.
-inline void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums,
-                             const Buffer* real_rows) {
-  const auto sizes =
-      pushed(stoke::detail::checked_softmax_sums(backend, shape, item_stats, sums), real_rows);
-  const Binding bindings[] = {Binding::read(item_stats), Binding::write(sums),
-                              Binding::read(bound(real_rows, item_stats))};
-  TrainingKernels::of(sums.device()).add_softmax_sums.dispatch(bindings, sizes, 1);
 }
 
 }  // namespace detail
@@ -270,42 +204,6 @@ struct Operations {
                                   "the step table");
     const Binding bindings[] = {Binding::write(table)};
     TrainingKernels::of(table.device()).advance.dispatch(bindings, std::span<const std::byte>(), 1);
-  }
-
-  /// A softmax classifier's forward pass over a batch (see `SoftmaxShape`): per-item gradients
-  /// of the loss by the logits (`rows x classes`) and per-item loss and correctness (`rows x 2`).
-  /// `labels` holds one `int32` a row.
-  static void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
-                              const Buffer& parameters, Buffer& dlogits, Buffer& item_stats) {
-    detail::softmax_forward(shape, inputs, labels, parameters, dlogits, item_stats, nullptr);
-  }
-  /// `softmax_forward` reading the real rows from `real_rows` (one `uint32`) on the device.
-  static void softmax_forward(const SoftmaxShape& shape, const Buffer& inputs, const Buffer& labels,
-                              const Buffer& parameters, Buffer& dlogits, Buffer& item_stats,
-                              const Buffer& real_rows) {
-    detail::softmax_forward(shape, inputs, labels, parameters, dlogits, item_stats, &real_rows);
-  }
-
-  /// A softmax classifier's gradient sums and step sums into the reduced tensor.
-  static void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
-                                const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced) {
-    detail::softmax_gradients(shape, inputs, dlogits, item_stats, reduced, nullptr);
-  }
-  /// `softmax_gradients` reading the real rows from `real_rows` (one `uint32`) on the device.
-  static void softmax_gradients(const SoftmaxShape& shape, const Buffer& inputs,
-                                const Buffer& dlogits, const Buffer& item_stats, Buffer& reduced,
-                                const Buffer& real_rows) {
-    detail::softmax_gradients(shape, inputs, dlogits, item_stats, reduced, &real_rows);
-  }
-
-  /// Adds a softmax batch's loss sum, real-item count and correct count to `sums` (3 floats).
-  static void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums) {
-    detail::add_softmax_sums(shape, item_stats, sums, nullptr);
-  }
-  /// `add_softmax_sums` reading the real rows from `real_rows` (one `uint32`) on the device.
-  static void add_softmax_sums(const SoftmaxShape& shape, const Buffer& item_stats, Buffer& sums,
-                               const Buffer& real_rows) {
-    detail::add_softmax_sums(shape, item_stats, sums, &real_rows);
   }
 };
 

@@ -1,7 +1,7 @@
 #pragma once
 /// @file
 /// `SoftmaxClassifier`: a linear softmax classifier that trains in the device memory of any
-/// `DeviceBackend` (a `DeviceTrainStep`), with `Mlp({features, classes})`'s parameter layout,
+/// `SoftmaxBackend` (a `DeviceTrainStep`), with `Mlp({features, classes})`'s parameter layout,
 /// so the host `Mlp` is its reference and its checkpoints load in either.
 
 #include <concepts>
@@ -17,10 +17,27 @@
 #include <stoke/learner/device_backend.hpp>
 #include <stoke/learner/kernels/device_training.hpp>
 #include <stoke/learner/kernels/device_training_checks.hpp>
+#include <stoke/learner/kernels/softmax_classifier.hpp>
+#include <stoke/learner/kernels/softmax_classifier_checks.hpp>
 #include <stoke/learner/model/mlp.hpp>
 #include <stoke/learner/parameter_layout.hpp>
 
 namespace stoke {
+
+/// A `DeviceBackend` that runs the softmax classifier's kernels: `SoftmaxKernels<B::Tensor>`
+/// is specialized (see `kernels/softmax_classifier.hpp`), its `forward`, `gradients` and
+/// `add_sums` taking `B::Tensor`s, with or without the real-row tensor.
+template <class B>
+concept SoftmaxBackend =
+    DeviceBackend<B> && requires(const SoftmaxShape& shape, typename B::Tensor& tensor) {
+      SoftmaxKernels<typename B::Tensor>::forward(shape, tensor, tensor, tensor, tensor, tensor);
+      SoftmaxKernels<typename B::Tensor>::gradients(shape, tensor, tensor, tensor, tensor);
+      SoftmaxKernels<typename B::Tensor>::add_sums(shape, tensor, tensor);
+      SoftmaxKernels<typename B::Tensor>::forward(shape, tensor, tensor, tensor, tensor, tensor,
+                                                  tensor);
+      SoftmaxKernels<typename B::Tensor>::gradients(shape, tensor, tensor, tensor, tensor, tensor);
+      SoftmaxKernels<typename B::Tensor>::add_sums(shape, tensor, tensor, tensor);
+    };
 
 /// Logits `x W + b` and softmax cross-entropy, on one device of backend `B`, for batches of
 /// `Data` (a device batch: `inputs`, a `B::Tensor` of `rows x row_size` floats, host
@@ -36,7 +53,7 @@ namespace stoke {
 /// (`B::fill_words`, nothing staged) only when the count changes (a padded last batch), so a
 /// step's arguments are the same every step. One replica runs one step at a time (it reuses its
 /// scratch tensors).
-template <DeviceBackend B, class Data>
+template <SoftmaxBackend B, class Data>
   requires requires(const Data& data) {
     { data.device_labels } -> std::convertible_to<const typename B::Tensor&>;
   }
@@ -101,18 +118,18 @@ class SoftmaxClassifier {
   /// items, then their loss sum, count and correct count (see `DeviceTrainStep`).
   void train_step(const BatchType& batch, Tensor& reduced) {
     const SoftmaxShape shape = prepare(batch);
-    B::softmax_forward(shape, batch.data.inputs, batch.data.device_labels, parameters_, dlogits_,
-                       item_stats_, real_rows_);
-    B::softmax_gradients(shape, batch.data.inputs, dlogits_, item_stats_, reduced, real_rows_);
+    Kernels::forward(shape, batch.data.inputs, batch.data.device_labels, parameters_, dlogits_,
+                     item_stats_, real_rows_);
+    Kernels::gradients(shape, batch.data.inputs, dlogits_, item_stats_, reduced, real_rows_);
   }
 
   /// Enqueues the evaluation of `batch`, adding its loss sum, count and correct count to the
   /// three floats of `sums`.
   void valid_step(const BatchType& batch, Tensor& sums) {
     const SoftmaxShape shape = prepare(batch);
-    B::softmax_forward(shape, batch.data.inputs, batch.data.device_labels, parameters_, dlogits_,
-                       item_stats_, real_rows_);
-    B::add_softmax_sums(shape, item_stats_, sums, real_rows_);
+    Kernels::forward(shape, batch.data.inputs, batch.data.device_labels, parameters_, dlogits_,
+                     item_stats_, real_rows_);
+    Kernels::add_sums(shape, item_stats_, sums, real_rows_);
   }
 
   /// Throws `UsageError` unless `batch` fits the model: its sizes agree, its rows have the
@@ -144,6 +161,8 @@ class SoftmaxClassifier {
   }
 
  private:
+  using Kernels = SoftmaxKernels<Tensor>;  ///< the model's kernels on `B`'s tensors
+
   /// Checks `batch` against the model, sizes the scratch tensors and writes its real-row count
   /// where it differs from the last batch's.
   SoftmaxShape prepare(const BatchType& batch) {

@@ -153,6 +153,9 @@ class DeviceReplica {
     }
   }
 
+  /// Steps this replica ran as its captured step (launched as one graph) since it was made.
+  [[nodiscard]] std::size_t captured_steps() const noexcept { return captured_steps_; }
+
   /// Whether `step` may capture (on by default, where it can): off, every step runs uncaptured.
   void capture_steps(bool allowed) {
     capture_allowed_ = allowed;
@@ -263,6 +266,7 @@ class DeviceReplica {
       graph_shape_ = shape;
     }
     graph_->launch();
+    ++captured_steps_;
     count_step();
     return true;
   }
@@ -335,11 +339,12 @@ class DeviceReplica {
   std::vector<float> rates_;   // the epoch's rates, when it was begun with them
   std::vector<Tensor> state_;  // the optimizer's arrays, own parameter shard only
   std::size_t steps_in_epoch_ = 0;
-  bool capture_allowed_ = true;  // whether `step` may capture
-  Graph graph_;                  // the captured step, if any
-  SlotHolder slot_;              // where the captured step reads its batch
-  ShapeHolder graph_shape_;      // the shape of batch the graph was captured on
-  ShapeHolder warm_shape_;       // the shape of the last uncaptured step's batch, if none since
+  bool capture_allowed_ = true;     // whether `step` may capture
+  Graph graph_;                     // the captured step, if any
+  std::size_t captured_steps_ = 0;  // steps launched as the captured step
+  SlotHolder slot_;                 // where the captured step reads its batch
+  ShapeHolder graph_shape_;         // the shape of batch the graph was captured on
+  ShapeHolder warm_shape_;          // the shape of the last uncaptured step's batch, if none since
 };
 
 }  // namespace stoke::detail

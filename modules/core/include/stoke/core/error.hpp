@@ -64,18 +64,38 @@ class InputError : public Error {
   using Error::Error;
 };
 
-/// Where a failed sample was being loaded: which epoch, step, dataset index, worker and device.
+/// Where a failed sample was being loaded: which epoch, step, dataset index, activity, worker
+/// and device.
 struct DataErrorContext {
   std::size_t epoch = 0;  ///< the epoch being loaded
   std::size_t step = 0;   ///< the batch's step within the loader's epoch
   std::size_t index = 0;  ///< the dataset index being read, or the batch's first index
-  std::string stage{};    ///< `"get"` (reading the sample) or `"batch"` (the batcher)
-  std::string worker{};   ///< `"caller"`, `"worker N"` or `"consumer"` (a chunk it filled)
-  std::string device{};   ///< the device the batch was for
-  /// For a failed transfer (stage `"fetch"`): the address read, without credentials; `index`
+  /// The old name of `activity`, kept (in its place, for code that initialises the context by
+  /// position) so that code written against it still compiles; a `DataError` or `TimeoutError`
+  /// sets whichever of the two was left empty to the other. New code uses `activity`.
+  std::string stage{};
+  std::string worker{};  ///< `"caller"`, `"worker N"` or `"consumer"` (a chunk it filled)
+  std::string device{};  ///< the device the batch was for
+  /// For a failed transfer (activity `"fetch"`): the address read, without credentials; `index`
   /// is then the shard.
   std::string url{};
+  /// What the thread was doing: `"get"` or `"get_many"` (reading samples), `"batch"` (the
+  /// batcher), `"plan"` (a planned epoch's walk, such as a mixture's), `"fetch"` (a shard's
+  /// transfer), `"upload"` or `"fence"` (the device's copy).
+  std::string activity{};
 };
+
+namespace detail {
+/// `context` with `activity` and its old name `stage` both set, to whichever of them was set.
+inline DataErrorContext with_activity_names(DataErrorContext context) {
+  if (context.activity.empty()) {
+    context.activity = context.stage;
+  } else if (context.stage.empty()) {
+    context.stage = context.activity;
+  }
+  return context;
+}
+}  // namespace detail
 
 /// An exception from `Dataset::get` or `Batcher::batch`, rethrown in the consumer's thread, or
 /// a transfer of a shard that failed after its retries (`context().url` names it).
@@ -86,7 +106,8 @@ class DataError : public Error, public std::nested_exception {
  public:
   /// Wraps the exception in flight (call from a `catch` block).
   DataError(DataErrorContext context, const std::string& cause)
-      : Error(describe(context, cause)), context_(std::move(context)) {}
+      : Error(describe(detail::with_activity_names(context), cause)),
+        context_(detail::with_activity_names(std::move(context))) {}
 
   /// Where the failure happened.
   [[nodiscard]] const DataErrorContext& context() const noexcept { return context_; }
@@ -94,11 +115,11 @@ class DataError : public Error, public std::nested_exception {
  private:
   static std::string describe(const DataErrorContext& c, const std::string& cause) {
     if (!c.url.empty()) {
-      return "stoke: " + c.stage + " of shard " + std::to_string(c.index) + " from " + c.url +
+      return "stoke: " + c.activity + " of shard " + std::to_string(c.index) + " from " + c.url +
              " failed (epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step) +
              "): " + cause;
     }
-    return "stoke: " + c.stage + " failed at dataset index " + std::to_string(c.index) +
+    return "stoke: " + c.activity + " failed at dataset index " + std::to_string(c.index) +
            " (epoch " + std::to_string(c.epoch) + ", step " + std::to_string(c.step) + ", " +
            c.worker + ", device " + c.device + "): " + cause;
   }
@@ -108,7 +129,7 @@ class DataError : public Error, public std::nested_exception {
 /// A batch that was not ready within the loader's `batch_timeout`: a `get` or `batch` that does
 /// not return (a stalled network file system, a deadlock in user code).
 ///
-/// `context()` names the thread that is stuck and what it is doing: its stage (`"get"`,
+/// `context()` names the thread that is stuck and what it is doing: its activity (`"get"`,
 /// `"get_many"`, `"batch"`), the dataset index it reads (for `"batch"` and `"get_many"`, the
 /// batch's first index), the epoch, step and device of the batch the consumer waits for.
 /// `what()` says the same, with every busy worker and how long it has been busy.
@@ -116,7 +137,7 @@ class TimeoutError : public Error {
  public:
   /// A timeout at `context`, with the whole report in `message`.
   TimeoutError(DataErrorContext context, const std::string& message)
-      : Error(message), context_(std::move(context)) {}
+      : Error(message), context_(detail::with_activity_names(std::move(context))) {}
 
   /// The stuck thread and the batch waited for.
   [[nodiscard]] const DataErrorContext& context() const noexcept { return context_; }

@@ -88,9 +88,20 @@ class DataLoaderBuilder {
   /// The options so far.
   [[nodiscard]] const LoaderOptions& options() const noexcept { return options_; }
 
-  /// A multithread loader over `dataset`.
+  // Each loader is built by two overloads, one for a `Batcher` of samples and one for a
+  // `PlanBatcher`, rather than one constrained by their disjunction (`LoaderBatcher`): a batcher
+  // that is neither then gets a diagnostic naming the `Batcher` requirement it misses (g++ stops
+  // at "no operand of the disjunction is satisfied").
+
+  /// A multithread loader over `dataset`, batched `batch_size` samples at a time.
   template <Dataset S>
     requires Batcher<T, B, dataset_item_t<S>>
+  [[nodiscard]] MultiThreadLoader<S, T, B> build(S dataset) const {
+    return MultiThreadLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
+  }
+  /// A multithread loader over `dataset` whose batcher plans each epoch's batches.
+  template <Dataset S>
+    requires is_plan_batcher_v<T, B, S>
   [[nodiscard]] MultiThreadLoader<S, T, B> build(S dataset) const {
     return MultiThreadLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }
@@ -98,6 +109,13 @@ class DataLoaderBuilder {
   /// A loader over `dataset` that makes batches in the caller's thread.
   template <Dataset S>
     requires Batcher<T, B, dataset_item_t<S>>
+  [[nodiscard]] BatchLoader<S, T, B> build_batch_loader(S dataset) const {
+    return BatchLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
+  }
+  /// A loader over `dataset` that plans each epoch's batches and makes them in the caller's
+  /// thread.
+  template <Dataset S>
+    requires is_plan_batcher_v<T, B, S>
   [[nodiscard]] BatchLoader<S, T, B> build_batch_loader(S dataset) const {
     return BatchLoader<S, T, B>(std::move(dataset), batcher_, options_, device_);
   }

@@ -4,10 +4,16 @@
 /// epoch order, narrowed by slices and shares (interleaved splits), batched, with the
 /// remainder dropped, padded or kept as a partial batch. One rule serves every level:
 /// ranks, devices and workers all take batch-aligned shares of the same sequence.
+///
+/// A loader whose batcher plans its batches (`PlanBatcher`: padded, packed or bucketed
+/// sequences) has a planned `EpochPlan`: its positions are the batches of each epoch's plan
+/// (as many as `PlannedBatches::epoch_batches` says for that epoch), one per loader batch, so
+/// slices, shares, padding, dropping and resume work on them as on samples.
 
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <numeric>
@@ -16,6 +22,8 @@
 #include <string>
 #include <variant>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/remainder.hpp>
@@ -57,7 +65,8 @@ struct NarrowingTrace {
   /// Under `ShardRanks` after a restore onto other ranks: the narrowings in force (the ranks'
   /// interleaved share first); else none, and the plan's own apply.
   std::shared_ptr<const std::vector<Narrowing>> narrowings;
-  std::size_t rank_longest = 0;  ///< under `ShardRanks`: the longest rank's positions left
+  std::size_t rank_longest = 0;     ///< under `ShardRanks`: the longest rank's positions left
+  std::size_t epoch_positions = 0;  ///< positions of the whole epoch (its planned batches)
 };
 }  // namespace detail
 
@@ -80,6 +89,21 @@ struct EpochLayout {
   detail::NarrowingTrace trace;  ///< internal: how the plan locates this loader's positions
 };
 
+/// The batches of a planned epoch (see `PlanBatcher`): how many each epoch has, and a
+/// fingerprint of the plan, checked when a state is restored.
+struct PlannedBatches {
+  /// The number of batches of an epoch's plan (called with the epoch; memoised by the caller's
+  /// plan, since it may walk the epoch's plan windows).
+  std::function<std::size_t(std::size_t)> epoch_batches;
+  std::uint64_t fingerprint = 0;  ///< identifies the plan (nonzero)
+  /// The plan's own account of where (epoch, batches consumed) leave it, for
+  /// `LoaderState::plan_state` (a mixture's per-source counts); empty: none.
+  std::function<nlohmann::json(std::size_t, std::size_t)> describe{};
+  /// Refuses a saved account (`LoaderState::plan_state`) of (epoch, batches consumed) that this
+  /// plan would not give, naming what changed; empty: none.
+  std::function<void(const nlohmann::json&, std::size_t, std::size_t)> check{};
+};
+
 /// Which positions of every epoch a loader reads; a small value copied into each slice.
 class EpochPlan {
  public:
@@ -87,6 +111,16 @@ class EpochPlan {
   EpochPlan(std::size_t dataset_size, std::size_t batch_size, Remainder remainder)
       : dataset_size_(dataset_size), batch_size_(batch_size), remainder_(remainder) {
     if (batch_size == 0) throw UsageError("stoke: batch size must be at least 1");
+  }
+
+  /// A planned plan over a dataset of `dataset_size` samples: each epoch's positions are the
+  /// batches of its plan, one per loader batch.
+  EpochPlan(std::size_t dataset_size, PlannedBatches planned, Remainder remainder)
+      : dataset_size_(dataset_size),
+        batch_size_(1),
+        remainder_(remainder),
+        planned_(std::make_shared<const PlannedBatches>(std::move(planned))) {
+    if (!planned_->epoch_batches) throw UsageError("stoke: a planned epoch needs its batch count");
   }
 
   /// Narrows to positions `[begin, end)` of the current sequence (clamped to its length).
@@ -133,6 +167,11 @@ class EpochPlan {
       throw UsageError("stoke: rank " + std::to_string(index) + " of " + std::to_string(count) +
                        " does not exist");
     }
+    if (planned_) {
+      throw UsageError(
+          "stoke: the shard rank split takes whole shards of samples; a planned loader's "
+          "positions are planned batches: split it with share or split instead");
+    }
     if (!table) {
       throw UsageError(
           "stoke: the shard rank split needs a shard-aware order: build the loader with "
@@ -176,7 +215,7 @@ class EpochPlan {
     const std::size_t taken = delivered * batch_size_ * share_count(layout);
     const std::size_t at = layout.offset + taken;
     if (!shard_ranks_) {
-      if (at >= dataset_size_) return std::nullopt;
+      if (at >= layout.trace.epoch_positions) return std::nullopt;
       return ResumePoint{.consumed = at};
     }
     if (layout.trace.narrowings) {  // the ranks' leftovers, interleaved
@@ -188,6 +227,24 @@ class EpochPlan {
   }
 
   [[nodiscard]] std::size_t dataset_size() const noexcept { return dataset_size_; }
+  /// Whether the positions are planned batches (a `PlanBatcher`'s loader).
+  [[nodiscard]] bool planned() const noexcept { return planned_ != nullptr; }
+  /// The plan's fingerprint (0 for a plan of samples).
+  [[nodiscard]] std::uint64_t fingerprint() const noexcept {
+    return planned_ ? planned_->fingerprint : 0;
+  }
+  /// The plan's own account of `consumed` batches of `epoch` (null for most plans).
+  [[nodiscard]] nlohmann::json describe(std::size_t epoch, std::size_t consumed) const {
+    return planned_ && planned_->describe ? planned_->describe(epoch, consumed) : nlohmann::json{};
+  }
+  /// Refuses `saved`, an account of `consumed` batches of `epoch`, unless this plan gives it.
+  void check(const nlohmann::json& saved, std::size_t epoch, std::size_t consumed) const {
+    if (planned_ && planned_->check) planned_->check(saved, epoch, consumed);
+  }
+  /// Positions of the whole of `epoch`: the dataset's samples, or the batches of its plan.
+  [[nodiscard]] std::size_t epoch_positions(std::size_t epoch) const {
+    return planned_ ? planned_->epoch_batches(epoch) : dataset_size_;
+  }
   [[nodiscard]] std::size_t batch_size() const noexcept { return batch_size_; }
   [[nodiscard]] Remainder remainder() const noexcept { return remainder_; }
   /// The product of the counts of all share narrowings: how many loaders share the sequence.
@@ -241,8 +298,9 @@ class EpochPlan {
         copies = shard_ranks_->count;
       }
     } else {
-      out.offset = epoch == resume_epoch_ ? std::min(resume_offset_, dataset_size_) : 0;
-      length = dataset_size_ - out.offset;
+      out.trace.epoch_positions = epoch_positions(epoch);
+      out.offset = epoch == resume_epoch_ ? std::min(resume_offset_, out.trace.epoch_positions) : 0;
+      length = out.trace.epoch_positions - out.offset;
       pad_from = length;
     }
     const std::size_t b = batch_size_;
@@ -301,7 +359,8 @@ class EpochPlan {
     }
     if (layout.trace.ranks) return layout.trace.ranks->position(q);
     const std::size_t position = layout.offset + q;
-    return position >= dataset_size_ && dataset_size_ > 0 ? position % dataset_size_ : position;
+    const std::size_t n = layout.trace.epoch_positions;
+    return position >= n && n > 0 ? position % n : position;
   }
 
   /// `out[i] = locate(layout, first + i)` for every `i`; a plain loader's positions are
@@ -425,6 +484,7 @@ class EpochPlan {
   std::size_t batch_size_;
   Remainder remainder_;
   std::vector<detail::Narrowing> narrowings_;
+  std::shared_ptr<const PlannedBatches> planned_;  ///< a planned epoch's batches (else null)
   std::optional<ShardRanks> shard_ranks_;
   std::shared_ptr<const ShardTable> shard_table_;  ///< under `ShardRanks`: the dataset's shards
   std::uint64_t shard_seed_ = 0;                   ///< under `ShardRanks`: the order's seed

@@ -22,6 +22,7 @@
 #include <stoke/data/batch_range.hpp>
 #include <stoke/data/dataloader.hpp>
 #include <stoke/data/device_image_batch.hpp>
+#include <stoke/data/device_sequence_batch.hpp>
 #include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/prefetch_pipeline.hpp>
 #include <stoke/data/state.hpp>
@@ -89,16 +90,20 @@ struct UploadClassification {
 };
 
 /// The stage `prefetch_to_device` takes unless given one: the one the library ships for the
-/// kind of the host batch, `UploadClassification` for labelled batches and `UploadHostBytes`
+/// kind of the host batch, `UploadClassification` for labelled batches,
+/// `UploadSequenceBatch` for batches of token sequences (`PackedBatch`) and `UploadHostBytes`
 /// for plain ones. A batch of another kind needs a stage of its own: any callable
 /// `stage(stager, data)` returning a `Staged` value and fence (see `PrefetchLoader`).
 struct DefaultStage {
   /// Starts the upload of `data` with the stage of its kind.
   template <class Stager, class T>
-    requires HostClassificationBatch<std::remove_cvref_t<T>> || HostBytes<std::remove_cvref_t<T>>
+    requires HostClassificationBatch<std::remove_cvref_t<T>> ||
+             HostSequenceBatch<std::remove_cvref_t<T>> || HostBytes<std::remove_cvref_t<T>>
   auto operator()(Stager& stager, T&& data) const {
     if constexpr (HostClassificationBatch<std::remove_cvref_t<T>>) {
       return UploadClassification{}(stager, std::forward<T>(data));
+    } else if constexpr (HostSequenceBatch<std::remove_cvref_t<T>>) {
+      return UploadSequenceBatch{}(stager, data);
     } else {
       return UploadHostBytes{}(stager, data);
     }

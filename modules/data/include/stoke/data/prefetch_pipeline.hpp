@@ -191,10 +191,13 @@ class PrefetchPipeline {
   }
 
   template <class B>
-  DataErrorContext context(const B& batch, const char* stage, const char* worker) const {
-    return DataErrorContext{
-        batch.epoch, batch.step, batch.indices.empty() ? 0 : batch.indices.front(),
-        stage,       worker,     device_};
+  DataErrorContext context(const B& batch, const char* activity, const char* worker) const {
+    return DataErrorContext{.epoch = batch.epoch,
+                            .step = batch.step,
+                            .index = batch.indices.empty() ? 0 : batch.indices.front(),
+                            .worker = worker,
+                            .device = device_,
+                            .activity = activity};
   }
 
   std::size_t depth_;

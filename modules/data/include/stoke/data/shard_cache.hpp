@@ -32,6 +32,18 @@ struct ShardCacheOptions {
   std::size_t io_threads = 1;  ///< threads that read shards ahead (0: no reading ahead)
 };
 
+/// The read-ahead depth of a cache of `options`: the shards it reads ahead of the one in use,
+/// what a node cache below it (`stoke::storage::NodeCache`) keeps besides that one and the one
+/// before it.
+[[nodiscard]] inline std::size_t read_ahead_depth(const ShardCacheOptions& options) noexcept {
+  return options.resident > 1 ? options.resident - 1 : 0;
+}
+
+/// The old name of `read_ahead_depth`, kept so that code written against it compiles.
+[[nodiscard]] inline std::size_t read_ahead_window(const ShardCacheOptions& options) noexcept {
+  return read_ahead_depth(options);
+}
+
 /// What a `ShardCache` did: every counter since it was made.
 struct ShardCacheStats {
   std::size_t loads = 0;                 ///< shards read (ahead or on demand)
@@ -63,7 +75,9 @@ struct ShardCacheStats {
 ///    Consumers spread over more shards (shards of a few batches, many workers) may read a
 ///    shard two behind the cursor again, unless a batch holds it.
 /// 3. `plan(shards)` tells it the order the epoch visits the shards in; the I/O threads
-///    then read the kept shards from the cursor on ahead, as room appears. Because a stoke
+///    then read the kept shards from the cursor on ahead, as room appears; until the first
+///    shard an epoch reads is resident, it is read alone (the first batch waits for one
+///    shard's transfer, not for a share of several). Because a stoke
 ///    epoch order is a pure function of (seed, epoch), the loader knows this order before the
 ///    epoch starts.
 /// A failed read is rethrown by every `acquire` of that shard (and read again by the next).
@@ -153,6 +167,7 @@ class ShardCache {
       for (const std::size_t s : shards) check_shard(s);
       plan_ = std::move(shards);
       cursor_ = 0;
+      starting_ = true;
     }
     work_.notify_all();
   }
@@ -310,6 +325,7 @@ class ShardCache {
     entry.loading = false;
     if (ahead) --reserved_;  // the slot `next_to_read` kept for it
     loaded_.notify_all();
+    work_.notify_all();  // an I/O thread held back while this one was the first may go on
     if (error) {
       if (ahead)
         entry.error = error;  // for the acquisition that waits for it
@@ -334,11 +350,21 @@ class ShardCache {
 
   /// The next shard to read ahead: the first of the shards the plan keeps from the cursor on
   /// (not the one before it, which is not read again) that is neither resident nor in flight,
-  /// and for which there is room without evicting a kept shard. Sets `waiting_for_room_` when
-  /// there is a shard to read but no room yet.
+  /// and for which there is room without evicting a kept shard; none while the epoch's first
+  /// shard (the one at the cursor since `plan`) is in flight, so that it is read alone. Sets
+  /// `waiting_for_room_` when there is a shard to read but no room yet.
   std::optional<std::size_t> next_to_read() {
     waiting_for_room_ = false;
-    for (const std::size_t s : kept_shards(/*ahead=*/true)) {
+    const std::vector<std::size_t> ahead = kept_shards(/*ahead=*/true);
+    if (starting_ && !ahead.empty()) {
+      const Entry& first = entries_[ahead.front()];
+      if (first.shard || first.error) {
+        starting_ = false;
+      } else if (first.loading) {
+        return std::nullopt;  // the epoch's first shard has the bandwidth to itself
+      }
+    }
+    for (const std::size_t s : ahead) {
       const Entry& e = entries_[s];
       if (e.shard || e.loading || e.error) continue;
       if (!make_room(s, 0, /*force=*/false)) {
@@ -385,6 +411,7 @@ class ShardCache {
   std::uint64_t clock_ = 0;
   bool stopping_ = false;
   bool waiting_for_room_ = false;  ///< a read ahead waits for a batch to let go of a shard
+  bool starting_ = false;          ///< the plan's first shard is not resident yet
   ShardCacheStats stats_;
   detail::OwnerProcess owner_;
   std::vector<std::thread> io_threads_;

@@ -26,6 +26,11 @@ namespace stoke {
 /// `shard_ranks` is the number of ranks the epoch's shards were dealt to, `rank_consumed` the
 /// positions each rank consumed of its own sequence, and `consumed` what was consumed of the
 /// ranks' leftovers after a restore onto another number of ranks (0 before one).
+///
+/// A planned loader's (`PlanBatcher`) positions are the batches of the epoch's plan: `consumed`
+/// counts planned batches, and `plan_fingerprint` (0 for any other loader) names the plan, so
+/// that a state is never resumed under another plan; `plan_state` is the plan's own account
+/// (see `PlannedBatches::describe`).
 struct LoaderState {
   std::uint64_t seed = 0;        ///< key of the epoch order
   std::size_t epoch = 0;         ///< the epoch in progress (or next to start)
@@ -35,8 +40,12 @@ struct LoaderState {
   bool shard_aware = false;      ///< checked on restore: the same order
   /// Checked on restore: the same remainder policy (padding or dropping the same samples).
   Remainder remainder = Remainder::partial;
-  std::size_t shard_ranks = 0;    ///< under the shard rank split: its ranks (0: interleaved)
-  std::size_t rank_consumed = 0;  ///< under the shard rank split: positions of each rank's own
+  std::size_t shard_ranks = 0;         ///< under the shard rank split: its ranks (0: interleaved)
+  std::size_t rank_consumed = 0;       ///< under the shard rank split: positions of each rank's own
+  std::uint64_t plan_fingerprint = 0;  ///< a planned loader's plan (0: batches of samples)
+  /// A planned loader's own account of where it stands, checked on restore (a mixture's
+  /// parameters and per-source counts); null for any other.
+  nlohmann::json plan_state{};
 
   friend bool operator==(const LoaderState&, const LoaderState&) = default;
 };
@@ -47,18 +56,22 @@ inline constexpr const char* loader_state_format = "stoke.loader_state.v3";
 /// The format before the shard rank split.
 inline constexpr const char* loader_state_format_v2 = "stoke.loader_state.v2";
 
-/// The state as JSON.
+/// The state as JSON (`plan_fingerprint` only for a planned loader's state, so that any other
+/// state's JSON is what it always was).
 inline nlohmann::json to_json(const LoaderState& state) {
-  return {{"format", loader_state_format},
-          {"seed", state.seed},
-          {"epoch", state.epoch},
-          {"consumed", state.consumed},
-          {"dataset_size", state.dataset_size},
-          {"shuffle", state.shuffle},
-          {"shard_aware", state.shard_aware},
-          {"remainder", remainder_name(state.remainder)},
-          {"shard_ranks", state.shard_ranks},
-          {"rank_consumed", state.rank_consumed}};
+  nlohmann::json json = {{"format", loader_state_format},
+                         {"seed", state.seed},
+                         {"epoch", state.epoch},
+                         {"consumed", state.consumed},
+                         {"dataset_size", state.dataset_size},
+                         {"shuffle", state.shuffle},
+                         {"shard_aware", state.shard_aware},
+                         {"remainder", remainder_name(state.remainder)},
+                         {"shard_ranks", state.shard_ranks},
+                         {"rank_consumed", state.rank_consumed}};
+  if (state.plan_fingerprint != 0) json["plan_fingerprint"] = state.plan_fingerprint;
+  if (!state.plan_state.is_null()) json["plan_state"] = state.plan_state;
+  return json;
 }
 
 /// Reads a state from JSON; a missing or ill-typed field is an `InputError` naming it, and
@@ -87,6 +100,9 @@ inline LoaderState loader_state_from_json(const nlohmann::json& json,
   if (!v2) {
     state.shard_ranks = fields.size("shard_ranks");
     state.rank_consumed = fields.size("rank_consumed");
+    if (json.contains("plan_fingerprint"))
+      state.plan_fingerprint = fields.count("plan_fingerprint");
+    if (json.contains("plan_state")) state.plan_state = json.at("plan_state");
   }
   return state;
 }

@@ -2,7 +2,7 @@
 /// @file
 /// Decoding JPEG and PNG images whatever their format: `read_image_info` (format by the magic
 /// bytes, size, channels), `decoded_shape` (the size a decode reduced as far as a minimum
-/// allows gives), `decode_into` (into the caller's buffer), `decode_window` (only the rows and
+/// allows gives), `decode_into` (into the caller's buffer), `decode_region` (only the rows and
 /// columns a crop needs, for JPEGs) and `decode_image` (into a new `Image`).
 
 #include <algorithm>
@@ -15,7 +15,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/images/detail/image_window.hpp>
+#include <stoke/images/detail/image_region.hpp>
 #include <stoke/images/image.hpp>
 #include <stoke/images/jpeg.hpp>
 #include <stoke/images/png.hpp>
@@ -183,19 +183,19 @@ inline void decode_into(std::span<const std::uint8_t> bytes, std::string_view so
   }
 }
 
-/// Decodes the window `wanted` (rows and columns of the image at `shape`, which is as for
+/// Decodes the region `wanted` (rows and columns of the image at `shape`, which is as for
 /// `decode_into`) of the image `bytes`, whose header `read_image_info` gave as `info`, into
 /// `scratch` (resized); returns the view of the pixels decoded, which hold `wanted`. A JPEG
-/// decodes only the window (`decode_jpeg_window`: widened on the left to a whole iMCU column;
+/// decodes only the region (`decode_jpeg_region`: widened on the left to a whole iMCU column;
 /// its outermost columns may differ from the full decode's, the rest is equal); a
-/// `wanted` that is the whole image, and every PNG (the format has no window), decode whole
+/// `wanted` that is the whole image, and every PNG (the format has no region), decode whole
 /// (`decode_into`). Refuses what `decode_into` refuses, and a `wanted` outside `shape` or
 /// empty (`UsageError`).
-inline WindowView decode_window(std::span<const std::uint8_t> bytes, std::string_view source,
-                                const EncodedInfo& info, ImageShape shape, PixelWindow wanted,
+inline RegionView decode_region(std::span<const std::uint8_t> bytes, std::string_view source,
+                                const EncodedInfo& info, ImageShape shape, PixelRegion wanted,
                                 std::vector<std::uint8_t>& scratch) {
-  if (wanted.height == 0 || wanted.width == 0 || !PixelWindow::whole(shape).contains(wanted)) {
-    throw UsageError("stoke: " + detail::image_context(source) + ": the window of " +
+  if (wanted.height == 0 || wanted.width == 0 || !PixelRegion::whole(shape).contains(wanted)) {
+    throw UsageError("stoke: " + detail::image_context(source) + ": the region of " +
                      std::to_string(wanted.height) + "x" + std::to_string(wanted.width) +
                      " pixels at row " + std::to_string(wanted.top) + ", column " +
                      std::to_string(wanted.left) + " is not inside the " +
@@ -206,7 +206,7 @@ inline WindowView decode_window(std::span<const std::uint8_t> bytes, std::string
     detail::check_decoded_channels(shape.channels, source);
     const JpegScale* scale = detail::jpeg_scale_for(info, shape);
     if (scale != nullptr && info.channels != 4) {
-      return detail::decompress_jpeg_window(bytes, source, *scale, shape, wanted, scratch);
+      return detail::decompress_jpeg_region(bytes, source, *scale, shape, wanted, scratch);
     }
   }
   scratch.resize(shape.bytes());

@@ -2,8 +2,8 @@
 /// @file
 /// JPEG decoding with libjpeg-turbo: the header (`read_jpeg_header`), the DCT scaling factors
 /// (`jpeg_scales`), decoding at one of them into the caller's buffer (`decode_jpeg_into`,
-/// TurboJPEG's API), to grey or RGB, and decoding only a window of the image
-/// (`decode_jpeg_window`, libjpeg's API: TurboJPEG 2.x has no cropping region). Each thread
+/// TurboJPEG's API), to grey or RGB, and decoding only a region of the image
+/// (`decode_jpeg_region`, libjpeg's API: TurboJPEG 2.x has no cropping region). Each thread
 /// decodes with handles of its own, made on first use and freed when the thread ends.
 
 #include <turbojpeg.h>
@@ -17,8 +17,8 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/images/detail/image_window.hpp>
-#include <stoke/images/detail/libjpeg_window.hpp>
+#include <stoke/images/detail/image_region.hpp>
+#include <stoke/images/detail/libjpeg_region.hpp>
 #include <stoke/images/image.hpp>
 
 namespace stoke::images {
@@ -175,22 +175,22 @@ inline void decompress_jpeg(std::span<const std::uint8_t> bytes, std::string_vie
 
 /// Throws `InputError` for a failed step of `decoder`: names the source, libjpeg-turbo's message
 /// and whether it was a corrupt-data warning (refused as well). Frees the decompressor first.
-[[noreturn]] inline void fail_window(LibjpegDecompressor& decoder, std::string_view source) {
+[[noreturn]] inline void fail_region(LibjpegDecompressor& decoder, std::string_view source) {
   const bool warning = decoder.warning();
   const std::string message(decoder.message());
   decoder.reset();
   throw InputError("stoke: " + jpeg_context(source) +
-                   ": decoding a window failed: libjpeg-turbo: " + message +
+                   ": decoding a region failed: libjpeg-turbo: " + message +
                    (warning ? " (corrupt data: libjpeg-turbo's warning is refused)" : ""));
 }
 
-/// The window of a progressive JPEG: the whole image decoded into `out` (resized to
+/// The region of a progressive JPEG: the whole image decoded into `out` (resized to
 /// `whole.bytes()`) and the view of the full rows that hold `wanted`. libjpeg decodes every scan
 /// of a progressive JPEG before its first row anyway, and where the scans leave coefficients
-/// unrefined it smooths each block with its neighbours, which a cropped window does not have:
-/// a window decode would differ from the full decode inside the window, not only on its edges.
-inline WindowView whole_rows_window(std::span<const std::uint8_t> bytes, std::string_view source,
-                                    const ImageShape& whole, const PixelWindow& wanted,
+/// unrefined it smooths each block with its neighbours, which a cropped region does not have:
+/// a region decode would differ from the full decode inside the region, not only on its edges.
+inline RegionView whole_rows_region(std::span<const std::uint8_t> bytes, std::string_view source,
+                                    const ImageShape& whole, const PixelRegion& wanted,
                                     std::vector<std::uint8_t>& out) {
   out.resize(whole.bytes());
   decompress_jpeg(bytes, source, whole, out);
@@ -204,26 +204,26 @@ inline WindowView whole_rows_window(std::span<const std::uint8_t> bytes, std::st
 
 /// Decodes rows `[wanted.top, wanted.top + wanted.height)` of the JPEG `bytes` reduced by
 /// `scale` to `channels` channels, only the columns of whole iMCUs that hold
-/// `[wanted.left, wanted.left + wanted.width)`, into `out` (resized to the decoded window);
+/// `[wanted.left, wanted.left + wanted.width)`, into `out` (resized to the decoded region);
 /// `whole` is the shape the full decode gives (the caller checked `scale`, `channels`, that
 /// the JPEG is not CMYK, and that `wanted` lies in `whole`). Each decoded pixel equals the
-/// full decode's (`decompress_jpeg`) but for the window's outermost columns, where libjpeg's
-/// fancy upsampling has no chroma neighbour past the edge (see `decode_jpeg_window`). Throws
+/// full decode's (`decompress_jpeg`) but for the region's outermost columns, where libjpeg's
+/// fancy upsampling has no chroma neighbour past the edge (see `decode_jpeg_region`). Throws
 /// `InputError` naming `source` with libjpeg-turbo's message for corrupt data in the rows decoded
 /// (or skipped), and for a file with no end-of-image marker (cut short).
-inline WindowView decompress_jpeg_window(std::span<const std::uint8_t> bytes,
+inline RegionView decompress_jpeg_region(std::span<const std::uint8_t> bytes,
                                          std::string_view source, JpegScale scale,
-                                         const ImageShape& whole, const PixelWindow& wanted,
+                                         const ImageShape& whole, const PixelRegion& wanted,
                                          std::vector<std::uint8_t>& out) {
   LibjpegDecompressor& decoder = thread_libjpeg_decompressor();
   if (!decoder.read_header(bytes, scale.num, scale.denom, whole.channels)) {
-    fail_window(decoder, source);
+    fail_region(decoder, source);
   }
   if (decoder.progressive()) {
     decoder.finish();
-    return whole_rows_window(bytes, source, whole, wanted, out);
+    return whole_rows_region(bytes, source, whole, wanted, out);
   }
-  if (!decoder.start()) fail_window(decoder, source);
+  if (!decoder.start()) fail_region(decoder, source);
   if (decoder.output_height() != whole.height || decoder.output_width() != whole.width) {
     decoder.reset();
     throw InputError("stoke: " + jpeg_context(source) + ": libjpeg-turbo decodes it to " +
@@ -235,14 +235,14 @@ inline WindowView decompress_jpeg_window(std::span<const std::uint8_t> bytes,
   if (!has_end_of_image(bytes, decoder.scan_offset())) {
     decoder.reset();
     throw InputError("stoke: " + jpeg_context(source) +
-                     ": decoding a window failed: libjpeg-turbo: Premature end of JPEG file (no "
+                     ": decoding a region failed: libjpeg-turbo: Premature end of JPEG file (no "
                      "end-of-image marker after the first scan; corrupt data: libjpeg-turbo's "
                      "warning is refused)");
   }
   std::uint32_t left = wanted.left;
   std::uint32_t width = wanted.width;
-  if (width != whole.width && !decoder.crop(left, width)) fail_window(decoder, source);
-  if (wanted.top > 0 && !decoder.skip(wanted.top)) fail_window(decoder, source);
+  if (width != whole.width && !decoder.crop(left, width)) fail_region(decoder, source);
+  if (wanted.top > 0 && !decoder.skip(wanted.top)) fail_region(decoder, source);
   const ImageShape shape{wanted.height, width, whole.channels};
   try {
     out.resize(shape.bytes());
@@ -251,7 +251,7 @@ inline WindowView decompress_jpeg_window(std::span<const std::uint8_t> bytes,
     throw;
   }
   if (!decoder.read(out.data(), shape.height, std::size_t{width} * whole.channels)) {
-    fail_window(decoder, source);
+    fail_region(decoder, source);
   }
   decoder.finish();
   return {ImageView{std::span<const std::uint8_t>(out.data(), shape.bytes()), shape}, wanted.top,
@@ -362,37 +362,37 @@ inline ImageShape decode_jpeg_into(std::span<const std::uint8_t> bytes, std::str
 /// scale: 8 times the horizontal sampling factor, times the scale), so the view's `left` may
 /// be less than `wanted.left`; the rows above are skipped (`jpeg_skip_scanlines`: entropy
 /// decoded, not transformed), the rows below not decoded (libjpeg reads one iMCU row past the
-/// window for the upsampler's context, no more). A progressive JPEG is decoded whole (libjpeg
-/// reads all its scans first anyway, and smooths blocks across the window's edges where scans
+/// region for the upsampler's context, no more). A progressive JPEG is decoded whole (libjpeg
+/// reads all its scans first anyway, and smooths blocks across the region's edges where scans
 /// leave coefficients unrefined): the view is then the full rows that hold `wanted`.
 ///
 /// **Against `decode_jpeg_into`.** Every row of the view equals the full decode's at the same
 /// place, and every column but the outermost two: libjpeg's fancy upsampling of horizontally
 /// subsampled chroma (4:2:0, 4:2:2) blends each chroma sample with its neighbours, and past
-/// the window's left or right edge it has none, so it repeats the edge sample. The first
-/// column of a window that does not start at column 0, and the last of one that does not end
+/// the region's left or right edge it has none, so it repeats the edge sample. The first
+/// column of a region that does not start at column 0, and the last of one that does not end
 /// at the image's last column, may so differ (by up to 53 on the tests' images); 4:4:4, 4:4:0
-/// and grey JPEGs, and grey output, differ nowhere. A window one column larger on each side
-/// than the pixels a caller reads gives them exactly (`detail::window_column_margin`).
+/// and grey JPEGs, and grey output, differ nowhere. A region one column larger on each side
+/// than the pixels a caller reads gives them exactly (`detail::region_column_margin`).
 ///
 /// Throws what `decode_jpeg_into` throws, `UsageError` for a `wanted` not inside the image or
 /// empty, and `InputError` naming `source` with libjpeg-turbo's message for corrupt data
 /// in the rows decoded or skipped, and for a file with no end-of-image marker after its first
-/// scan (cut short). Corrupt data in rows below the window is not seen: they are not read.
-inline WindowView decode_jpeg_window(std::span<const std::uint8_t> bytes, std::string_view source,
-                                     JpegScale scale, std::uint32_t channels, PixelWindow wanted,
+/// scan (cut short). Corrupt data in rows below the region is not seen: they are not read.
+inline RegionView decode_jpeg_region(std::span<const std::uint8_t> bytes, std::string_view source,
+                                     JpegScale scale, std::uint32_t channels, PixelRegion wanted,
                                      std::vector<std::uint8_t>& out) {
   const JpegHeader header = detail::checked_jpeg_header(bytes, source, scale, channels);
   const ImageShape whole = jpeg_scaled_shape(header, scale, channels);
-  if (wanted.height == 0 || wanted.width == 0 || !PixelWindow::whole(whole).contains(wanted)) {
+  if (wanted.height == 0 || wanted.width == 0 || !PixelRegion::whole(whole).contains(wanted)) {
     throw UsageError(
-        "stoke: " + detail::jpeg_context(source) + ": the window of " +
+        "stoke: " + detail::jpeg_context(source) + ": the region of " +
         std::to_string(wanted.height) + "x" + std::to_string(wanted.width) + " pixels at row " +
         std::to_string(wanted.top) + ", column " + std::to_string(wanted.left) +
         " is not inside the " + std::to_string(whole.height) + "x" + std::to_string(whole.width) +
         " pixels of the image at " + std::to_string(scale.num) + "/" + std::to_string(scale.denom));
   }
-  return detail::decompress_jpeg_window(bytes, source, scale, whole, wanted, out);
+  return detail::decompress_jpeg_region(bytes, source, scale, whole, wanted, out);
 }
 
 }  // namespace stoke::images

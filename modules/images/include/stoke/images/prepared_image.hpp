@@ -2,7 +2,7 @@
 /// @file
 /// The first half of every image batcher's row: read the header, draw the sample's
 /// augmentation from its own random stream, and decode, at a reduced size when the crop is
-/// small enough (JPEG DCT scaling) and only the window the crop reads (JPEG), into scratch
+/// small enough (JPEG DCT scaling) and only the region the crop reads (JPEG), into scratch
 /// memory of the calling thread.
 
 #include <algorithm>
@@ -14,15 +14,15 @@
 #include <stoke/images/augmentation.hpp>
 #include <stoke/images/decode.hpp>
 #include <stoke/images/detail/bilinear.hpp>
-#include <stoke/images/detail/image_window.hpp>
+#include <stoke/images/detail/image_region.hpp>
 #include <stoke/images/image.hpp>
 
 namespace stoke::images {
 
-/// A decoded image (or the window of it that the draw reads) with the augmentation drawn for
+/// A decoded image (or the region of it that the draw reads) with the augmentation drawn for
 /// it, its box in the pixels of the whole decoded image.
 struct PreparedImage {
-  WindowView image;  ///< the decoded pixels (in the thread's scratch memory)
+  RegionView image;  ///< the decoded pixels (in the thread's scratch memory)
   AugmentDraw draw;  ///< what to render from them
 };
 
@@ -31,31 +31,34 @@ struct PrepareOptions {
   std::uint32_t channels = 3;  ///< 1 (grey) or 3 (RGB)
   bool reduced_decode = true;  ///< decode JPEGs at the smallest DCT scale that keeps the crop
                                ///< at least the output size (faster; pixels differ slightly)
-  bool window_decode = true;   ///< decode only the rows and columns of a JPEG the crop reads
+  bool region_decode = true;   ///< decode only the rows and columns of a JPEG the crop reads
                                ///< (faster; the rendered pixels are the same, see
-                               ///< `decode_jpeg_window`)
+                               ///< `decode_jpeg_region`)
+  /// The old name of `region_decode`, kept so that code written against it compiles: false
+  /// turns the region decode off too. New code uses `region_decode`.
+  bool window_decode = true;
 };
 
 namespace detail {
 
-/// The columns a window decode adds on each side of those the crop reads. Rows need none: a
-/// window's rows equal the full decode's (`jpeg_skip_scanlines` keeps the upsampling's
+/// The columns a region decode adds on each side of those the crop reads. Rows need none: a
+/// region's rows equal the full decode's (`jpeg_skip_scanlines` keeps the upsampling's
 /// context rows, and the rows below the last one read are still read ahead for it). Columns
 /// do: libjpeg's fancy upsampling of horizontally subsampled chroma (4:2:0, 4:2:2) has no
-/// chroma neighbour past a window's left or right edge and repeats the edge sample, so a
-/// window's outermost columns may differ from the full decode's (by up to 53 on the tests'
+/// chroma neighbour past a region's left or right edge and repeats the edge sample, so a
+/// region's outermost columns may differ from the full decode's (by up to 53 on the tests'
 /// images). One column more on each side that is not the image's edge, and the bytes the
 /// crop reads, so the rendered bytes, equal those of the full decode exactly (the tests check
 /// it).
-inline constexpr std::uint32_t window_column_margin = 1;
+inline constexpr std::uint32_t region_column_margin = 1;
 
-/// `window` grown by `window_column_margin` columns on each side, within an image of `shape`.
-[[nodiscard]] inline PixelWindow with_margin(PixelWindow window, ImageShape shape) noexcept {
+/// `region` grown by `region_column_margin` columns on each side, within an image of `shape`.
+[[nodiscard]] inline PixelRegion with_margin(PixelRegion region, ImageShape shape) noexcept {
   const std::uint32_t left =
-      window.left > window_column_margin ? window.left - window_column_margin : 0;
+      region.left > region_column_margin ? region.left - region_column_margin : 0;
   const std::uint32_t right =
-      std::min(window.left + window.width + window_column_margin, shape.width);
-  return {window.top, left, window.height, right - left};
+      std::min(region.left + region.width + region_column_margin, shape.width);
+  return {region.top, left, region.height, right - left};
 }
 
 /// The smallest decoded extent of a side of `source` pixels whose crop of `box` pixels
@@ -69,15 +72,15 @@ inline std::uint32_t min_decoded_extent(std::uint32_t source, float box, std::ui
 }  // namespace detail
 
 /// What a row decodes: the header read, the augmentation drawn, the shape to decode at and the
-/// window of it to decode.
+/// region of it to decode.
 struct DecodePlan {
   ImageShape decoded;  ///< the shape `decode_into` is to give (reduced, when allowed)
   AugmentDraw draw;    ///< the draw, its box in the pixels of `decoded`
   EncodedInfo info;    ///< the header, so that decoding does not read it again
   /// The rows and columns of `decoded` to decode: those the box reads and
-  /// `window_column_margin` more columns on each side (with `PrepareOptions::window_decode`,
+  /// `region_column_margin` more columns on each side (with `PrepareOptions::region_decode`,
   /// for a JPEG), else the whole.
-  PixelWindow window;
+  PixelRegion region;
 };
 
 /// Reads `item`'s header and draws `augmentation` from `rng`; the shape to decode it at (the
@@ -97,15 +100,15 @@ inline DecodePlan plan_decode(const EncodedImage& item, const Augmentation& augm
   const ImageShape shape = decoded_shape(info, options.channels, min_height, min_width);
   const ImageShape original{info.height, info.width, options.channels};
   if (shape != original) draw.box = scaled_box(draw.box, original, shape);
-  PixelWindow window = PixelWindow::whole(shape);
+  PixelRegion region = PixelRegion::whole(shape);
   const CropBox& box = draw.box;
-  if (options.window_decode && info.format == ImageFormat::jpeg && std::isfinite(box.top) &&
-      std::isfinite(box.left) && std::isfinite(box.height) && std::isfinite(box.width) &&
-      box.height > 0.0F && box.width > 0.0F) {
+  if (options.region_decode && options.window_decode && info.format == ImageFormat::jpeg &&
+      std::isfinite(box.top) && std::isfinite(box.left) && std::isfinite(box.height) &&
+      std::isfinite(box.width) && box.height > 0.0F && box.width > 0.0F) {
     const ImageShape out{augmentation.height(), augmentation.width(), options.channels};
-    window = detail::with_margin(detail::resampled_window(draw.box, shape, out), shape);
+    region = detail::with_margin(detail::resampled_region(draw.box, shape, out), shape);
   }
-  return {shape, draw, info, window};
+  return {shape, draw, info, region};
 }
 
 /// Whether rendering `draw` into `out` is a copy of the decoded image: the box is the whole of
@@ -118,14 +121,14 @@ inline DecodePlan plan_decode(const EncodedImage& item, const Augmentation& augm
          box.width == static_cast<float>(out.width) && !plan.draw.has_color_jitter();
 }
 
-/// Decodes what `plan` says of `item` (its window, `decode_window`) into `scratch` (resized
+/// Decodes what `plan` says of `item` (its region, `decode_region`) into `scratch` (resized
 /// as needed). Throws `InputError` naming `item.source` if it cannot be decoded.
-inline WindowView decode_planned(const EncodedImage& item, const DecodePlan& plan,
+inline RegionView decode_planned(const EncodedImage& item, const DecodePlan& plan,
                                  std::vector<std::uint8_t>& scratch) {
-  return decode_window(item.bytes, item.source, plan.info, plan.decoded, plan.window, scratch);
+  return decode_region(item.bytes, item.source, plan.info, plan.decoded, plan.region, scratch);
 }
 
-/// Reads `item`'s header, draws `augmentation` from `rng` and decodes `item` (the window the
+/// Reads `item`'s header, draws `augmentation` from `rng` and decodes `item` (the region the
 /// draw reads) into `scratch` (resized as needed), as `plan_decode` plans. Throws `InputError`
 /// naming `item.source` if it cannot be decoded.
 inline PreparedImage prepare_image(const EncodedImage& item, const Augmentation& augmentation,

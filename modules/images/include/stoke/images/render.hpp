@@ -19,7 +19,7 @@
 #include <stoke/images/color_jitter.hpp>
 #include <stoke/images/detail/augment_checks.hpp>
 #include <stoke/images/detail/bilinear.hpp>
-#include <stoke/images/detail/image_window.hpp>
+#include <stoke/images/detail/image_region.hpp>
 #include <stoke/images/image.hpp>
 #include <stoke/images/normalization.hpp>
 
@@ -48,9 +48,9 @@ inline void check_image(std::string_view call, std::string_view what, ImageView 
 
 /// Throws `UsageError` naming `call` unless `draw` can be rendered from `source` to `out`
 /// (`out_values` values in the destination).
-inline void check_render(std::string_view call, WindowView window, const AugmentDraw& draw,
+inline void check_render(std::string_view call, RegionView view, const AugmentDraw& draw,
                          ImageShape out, std::size_t out_values) {
-  const ImageView source = window.pixels;
+  const ImageView source = view.pixels;
   check_image(call, "source", source);
   if (out.height == 0 || out.width == 0 || out.channels != source.shape.channels) {
     throw UsageError("stoke: " + std::string(call) + ": output " + format_shape(out) + " for a " +
@@ -69,18 +69,18 @@ inline void check_render(std::string_view call, WindowView window, const Augment
                      ", width " + format_value(box.width) +
                      ") must be finite with a positive height and width");
   }
-  if (window.whole.channels != source.shape.channels || window.whole.height == 0 ||
-      window.whole.width == 0) {
+  if (view.whole.channels != source.shape.channels || view.whole.height == 0 ||
+      view.whole.width == 0) {
     throw UsageError("stoke: " + std::string(call) + ": a " + format_shape(source.shape) +
-                     " window of a " + format_shape(window.whole) + " image");
+                     " region of a " + format_shape(view.whole) + " image");
   }
-  if (!window.window().is_whole(window.whole) || source.shape != window.whole) {
-    const PixelWindow needed = resampled_window(box, window.whole, out);
-    if (!window.window().contains(needed)) {
+  if (!view.region().is_whole(view.whole) || source.shape != view.whole) {
+    const PixelRegion needed = resampled_region(box, view.whole, out);
+    if (!view.region().contains(needed)) {
       throw UsageError(
-          "stoke: " + std::string(call) + ": the window of " + format_shape(source.shape) +
-          " at row " + std::to_string(window.top) + ", column " + std::to_string(window.left) +
-          " of a " + format_shape(window.whole) + " image does not hold rows " +
+          "stoke: " + std::string(call) + ": the region of " + format_shape(source.shape) +
+          " at row " + std::to_string(view.top) + ", column " + std::to_string(view.left) +
+          " of a " + format_shape(view.whole) + " image does not hold rows " +
           std::to_string(needed.top) + " to " + std::to_string(needed.top + needed.height - 1) +
           " and columns " + std::to_string(needed.left) + " to " +
           std::to_string(needed.left + needed.width - 1) + ", which the box reads");
@@ -149,13 +149,13 @@ inline void normalize_image_row(const std::uint8_t* row, ImageShape shape, std::
 /// as OpenCV `INTER_LINEAR` and torchvision with `antialias=False`, sampling positions
 /// clamped to the centres of the box's edge pixels and to the image (for a box of whole
 /// pixels inside the image: cropping, then resizing), weights in 1/2048, each byte rounded
-/// half up. The source may be a window of the image (`WindowView`, the box in the whole
-/// image's pixels): the result is the same as from the whole image when the window holds
-/// every pixel the box reads (`detail::resampled_window`). Throws `UsageError` when the source
+/// half up. The source may be a region of the image (`RegionView`, the box in the whole
+/// image's pixels): the result is the same as from the whole image when the region holds
+/// every pixel the box reads (`detail::resampled_region`). Throws `UsageError` when the source
 /// is not 1 or 3 channels with pixels, `out` has other channels or no pixels, `out_hwc` is
-/// not `out.bytes()` long, the box is not finite with positive sides, or a window does not
+/// not `out.bytes()` long, the box is not finite with positive sides, or a region does not
 /// hold the pixels the box reads.
-inline void render(WindowView source, const AugmentDraw& draw, ImageShape out,
+inline void render(RegionView source, const AugmentDraw& draw, ImageShape out,
                    std::span<std::uint8_t> out_hwc) {
   detail::check_render("render", source, draw, out, out_hwc.size());
   detail::BilinearRows rows(source, draw.box, out, detail::thread_bilinear_scratch());
@@ -169,7 +169,7 @@ inline void render(WindowView source, const AugmentDraw& draw, ImageShape out,
 /// `render` of the whole image `source`.
 inline void render(ImageView source, const AugmentDraw& draw, ImageShape out,
                    std::span<std::uint8_t> out_hwc) {
-  render(WindowView(source), draw, out, out_hwc);
+  render(RegionView(source), draw, out, out_hwc);
 }
 
 /// Mirrors `rendered` left to right if `flip`, and normalises it into CHW floats: channel
@@ -196,7 +196,7 @@ inline void normalize_into(ImageView rendered, bool flip, const Normalization& n
 /// them bit for bit (the same row functions). Only for a draw without colour jitter (whose
 /// contrast needs the whole rendered image): throws `UsageError` otherwise, and for what
 /// `render` and `normalize_into` refuse.
-inline void render_normalized(WindowView source, const AugmentDraw& draw, ImageShape out,
+inline void render_normalized(RegionView source, const AugmentDraw& draw, ImageShape out,
                               const Normalization& normalization, std::span<float> out_chw) {
   detail::check_render("render_normalized", source, draw, out, out_chw.size());
   detail::check_normalization("render_normalized", out, normalization);
@@ -219,7 +219,7 @@ inline void render_normalized(WindowView source, const AugmentDraw& draw, ImageS
 /// `render_normalized` of the whole image `source`.
 inline void render_normalized(ImageView source, const AugmentDraw& draw, ImageShape out,
                               const Normalization& normalization, std::span<float> out_chw) {
-  render_normalized(WindowView(source), draw, out, normalization, out_chw);
+  render_normalized(RegionView(source), draw, out, normalization, out_chw);
 }
 
 }  // namespace stoke::images

@@ -28,7 +28,7 @@ namespace detail {
 
 }  // namespace detail
 
-/// Decodes `item` (the window its crop reads), draws its augmentation from `rng`
+/// Decodes `item` (the region its crop reads), draws its augmentation from `rng`
 /// (`prepare_image`) and renders it (`render`: crop, resize and colour jitter, WITHOUT the
 /// flip) into `out_hwc`, an `augmentation.height() x augmentation.width() x
 /// options.channels` HWC byte image; returns the draw, whose `flip` says whether the row is
@@ -47,7 +47,7 @@ inline AugmentDraw render_row_bytes(const EncodedImage& item, const Augmentation
     decode_into(item.bytes, item.source, plan.info, out, out_hwc);
     return plan.draw;
   }
-  const WindowView decoded = decode_planned(item, plan, detail::thread_decode_scratch());
+  const RegionView decoded = decode_planned(item, plan, detail::thread_decode_scratch());
   render(decoded, plan.draw, out, out_hwc);
   return plan.draw;
 }

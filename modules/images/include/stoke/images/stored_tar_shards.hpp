@@ -61,6 +61,8 @@ class StoredTarShards {
     s.size = s.begins.back();
     s.begins.pop_back();
     s.manifest = std::move(manifest);
+    s.store->prepare_reads(stored_objects(s.manifest), read_ahead_depth(cache),
+                           "the tar shards of " + s.store->describe(""));
     s.cache = std::make_unique<ShardCache<FetchedShard>>(
         s.manifest.size(), [&s](std::size_t k) { return s.load(k); },
         [](const FetchedShard& shard) { return shard.bytes->size(); }, cache);
@@ -84,6 +86,20 @@ class StoredTarShards {
   /// The label of sample `index` (its shard is fetched if it is not resident).
   [[nodiscard]] std::uint32_t label(std::size_t index) const { return find(index).second->label; }
 
+  /// The key of sample `index`, its members' shared name (its shard is fetched if it is not
+  /// resident).
+  [[nodiscard]] std::string key(std::size_t index) const { return find(index).second->key; }
+
+  /// The shards, in order, as their store names them in messages (`ByteStore::describe`: a
+  /// URL without credentials, and the endpoint it is read from).
+  [[nodiscard]] std::vector<std::string> shard_names() const {
+    std::vector<std::string> out;
+    for (const StoredShard& shard : shared_->manifest) {
+      out.push_back(shared_->store->describe(shard.key));
+    }
+    return out;
+  }
+
   /// Where each shard's samples begin.
   [[nodiscard]] const std::vector<std::size_t>& shard_begins() const noexcept {
     return shared_->begins;
@@ -92,6 +108,9 @@ class StoredTarShards {
   /// The order the next epoch visits the shards in (the loader calls it): the cache fetches
   /// the next ones ahead.
   void read_ahead(std::span<const std::size_t> shards) const {
+    std::vector<std::string> keys;
+    for (const std::size_t k : shards) keys.push_back(shared_->manifest.at(k).key);
+    shared_->store->plan_reads(keys);
     shared_->cache->plan(std::vector<std::size_t>(shards.begin(), shards.end()));
   }
 

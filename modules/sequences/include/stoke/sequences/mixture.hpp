@@ -162,6 +162,8 @@ class Mixture {
 
   /// The sources.
   [[nodiscard]] const std::vector<MixtureSource>& sources() const noexcept { return sources_; }
+  /// The options.
+  [[nodiscard]] const MixtureOptions& options() const noexcept { return options_; }
   /// The sum of the sources' own weights (those before any phase of the schedule).
   [[nodiscard]] std::uint64_t total_weight() const noexcept { return total_weight_; }
 

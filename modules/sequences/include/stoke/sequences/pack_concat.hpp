@@ -8,6 +8,8 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <utility>
 #include <vector>
 
@@ -41,6 +43,33 @@ class ConcatPlanner {
     if (options_.rows_per_batch == 0) throw UsageError("stoke: pack needs a row per batch");
     if (options_.window_batches == 0) throw UsageError("stoke: pack needs a window");
     fingerprint_ = compute_fingerprint();
+  }
+
+  /// The number of batches of every epoch's plan, in closed form: rows of S tokens start at
+  /// every S-th token of the stream, `rows_per_batch` rows a batch. The stream's length is summed
+  /// from the lengths once (on the first call; copies share it).
+  [[nodiscard]] std::size_t epoch_batches(std::size_t /*epoch*/) const {
+    std::call_once(total_->once, [this] {
+      for (std::size_t d = 0; d < lengths_.size(); ++d) total_->tokens += lengths_(d);
+    });
+    const std::size_t rows = ceil_div(total_->tokens, options_.sequence_length);
+    return ceil_div(rows, options_.rows_per_batch);
+  }
+
+  /// What `plan_window(epoch, start)` says of its window (batches, next start, last), found by
+  /// walking the lengths of the documents it spans, without making its batches.
+  [[nodiscard]] WindowSkip skip_window(std::size_t epoch, const WindowStart& start) const {
+    const auto order = document_order(lengths_.size(), options_.shuffle, options_.seed, epoch);
+    const std::size_t span =
+        options_.window_batches * options_.rows_per_batch * options_.sequence_length;
+    Cursor at{start.position, start.token};
+    skip_finished(order, at);
+    const std::size_t moved = advance(order, at, span);
+    const std::size_t rows = ceil_div(moved, options_.sequence_length);
+    return WindowSkip{
+        .batches = ceil_div(rows, options_.rows_per_batch),
+        .next = {.window = start.window + 1, .position = at.position, .token = at.token},
+        .last = ended(at)};
   }
 
   /// The plan of the window at `start` of `epoch`: `window_batches` batches of the stream from
@@ -103,9 +132,10 @@ class ConcatPlanner {
   }
 
   /// Moves `at` on by `count` tokens of the stream (fewer at the epoch's end), appending the
-  /// pieces it passes to `pieces` when given.
-  void advance(const EpochOrder& order, Cursor& at, std::size_t count,
-               std::vector<DocumentPiece>* pieces = nullptr) const {
+  /// pieces it passes to `pieces` when given; returns the tokens it moved.
+  std::size_t advance(const EpochOrder& order, Cursor& at, std::size_t count,
+                      std::vector<DocumentPiece>* pieces = nullptr) const {
+    const std::size_t asked = count;
     while (count > 0 && !ended(at)) {
       const std::size_t document = order(at.position);
       const std::size_t taken = std::min(count, lengths_(document) - at.token);
@@ -114,6 +144,11 @@ class ConcatPlanner {
       count -= taken;
       skip_finished(order, at);
     }
+    return asked - count;
+  }
+
+  [[nodiscard]] static constexpr std::size_t ceil_div(std::size_t a, std::size_t b) noexcept {
+    return (a + b - 1) / b;
   }
 
   /// The pieces of the next `count` tokens of the stream from `at` (fewer at the epoch's end).
@@ -127,6 +162,12 @@ class ConcatPlanner {
   DocumentLengths lengths_;
   ConcatOptions options_;
   std::uint64_t fingerprint_ = 0;
+  /// The stream's length (every document's tokens), summed once.
+  struct TotalTokens {
+    std::once_flag once;
+    std::size_t tokens = 0;
+  };
+  std::shared_ptr<TotalTokens> total_ = std::make_shared<TotalTokens>();
 };
 
 }  // namespace stoke

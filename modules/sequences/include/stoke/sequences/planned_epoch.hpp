@@ -7,6 +7,9 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <stoke/core/error.hpp>
 #include <stoke/sequences/sequence_plan.hpp>
@@ -19,6 +22,36 @@ struct PlanCursor {
   std::size_t first_batch = 0;  ///< the epoch's index of the window's first batch
   WindowStart start{};          ///< where the window starts
   friend bool operator==(const PlanCursor&, const PlanCursor&) = default;
+};
+
+/// Where `consumed` batches of an epoch leave its plan: what a planner that accounts for what
+/// was delivered (`ReportingPlanner`) counts from.
+struct PlanPoint {
+  std::size_t epoch = 0;     ///< the epoch
+  std::size_t consumed = 0;  ///< batches of it delivered
+  bool ended = false;        ///< whether they are all of its batches
+  PlanCursor cursor{};       ///< the window holding batch `consumed` (unless 0 or `ended`)
+  /// That window's batches before batch `consumed`, the last delivered.
+  std::vector<PlannedBatch> delivered{};
+};
+
+/// A `WindowPlanner` that gives its own account of where a loader stands, saved in the loader's
+/// state (`LoaderState::plan_state`) and checked on restore: a mixture's parameters and
+/// per-source counts.
+///
+/// Requirements:
+/// 1. `p.reports_state()` says whether it does (a planner of any kind may not);
+/// 2. `p.describe_state(point)` is the account of `point` (JSON; null when it does not report);
+/// 3. `p.check_parameters(saved)` refuses an account saved under other parameters, naming
+///    what changed; `p.check_state(saved, point)` also refuses one whose counts are not those of
+///    `point`.
+template <class P>
+concept ReportingPlanner = WindowPlanner<P> && requires(const P& planner, const PlanPoint& point,
+                                                        const nlohmann::json& saved) {
+  { planner.reports_state() } -> std::convertible_to<bool>;
+  { planner.describe_state(point) } -> std::same_as<nlohmann::json>;
+  planner.check_parameters(saved);
+  planner.check_state(saved, point);
 };
 
 /// One epoch of `P`'s plan, walked forward from a cursor; holds one plan window at a time.

@@ -10,11 +10,13 @@
 /// window starts), and where it starts is a few numbers (`WindowStart`), so a plan never builds an
 /// index over the corpus and resuming recomputes one window.
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <utility>
@@ -46,6 +48,11 @@ class DocumentLengths {
   /// `count` documents, document `i` of `length(i)` tokens.
   DocumentLengths(std::size_t count, std::function<std::size_t(std::size_t)> length)
       : count_(count), length_(std::move(length)) {}
+  /// `count` documents, document `i` of `length(i)` tokens, whose fingerprint is `fingerprint`
+  /// (lengths known by what makes them, such as a mixture's epoch: reading them would cost a walk).
+  DocumentLengths(std::size_t count, std::function<std::size_t(std::size_t)> length,
+                  std::uint64_t fingerprint)
+      : count_(count), length_(std::move(length)), fingerprint_(fingerprint) {}
 
   /// Number of documents.
   [[nodiscard]] std::size_t size() const noexcept { return count_; }
@@ -55,6 +62,7 @@ class DocumentLengths {
   /// A fingerprint of the lengths: their count and up to 4096 of them, evenly spaced (reading
   /// every length would cost a pass over the corpus).
   [[nodiscard]] std::uint64_t fingerprint() const {
+    if (fingerprint_) return *fingerprint_;
     std::uint64_t hash = mix64(count_ + 0x6A09E667F3BCC908ull);
     const std::size_t stride = count_ / 4096 + 1;
     for (std::size_t i = 0; i < count_; i += stride) hash = mix64(hash ^ (*this)(i));
@@ -70,6 +78,7 @@ class DocumentLengths {
   std::shared_ptr<const std::vector<std::int32_t>> owned_;  ///< the lengths, when kept here
   std::size_t count_ = 0;
   std::function<std::size_t(std::size_t)> length_;
+  std::optional<std::uint64_t> fingerprint_;  ///< given, not read from the lengths
 };
 
 /// Tokens `[begin, end)` of one document, as one planned row holds them.
@@ -127,6 +136,14 @@ struct WindowPlan {
   bool last = false;                    ///< whether this is the epoch's last window
 };
 
+/// Where the window after one starts and how many batches it has, found without planning them.
+struct WindowSkip {
+  std::size_t batches = 0;  ///< the window's number of batches
+  WindowStart next{};       ///< where the next window starts
+  bool last = false;        ///< whether this is the epoch's last window
+  friend bool operator==(const WindowSkip&, const WindowSkip&) = default;
+};
+
 /// A planner of variable-length batches: a pure function from (epoch, window start) to the
 /// window's batches (its seed and parameters are its own).
 ///
@@ -144,6 +161,21 @@ concept WindowPlanner =
       { planner.fingerprint() } -> std::same_as<std::uint64_t>;
     };
 
+/// A `WindowPlanner` whose epochs can be walked without planning them: a planner of the
+/// concatenated stream, whose windows are fixed spans of tokens.
+///
+/// Requirements:
+/// 1. `p.skip_window(epoch, start)` equals what `p.plan_window(epoch, start)` says of its window
+///    (its number of batches, `next` and `last`), in time linear in the documents it passes and
+///    without making its batches;
+/// 2. `p.epoch_batches(epoch)` is the number of batches of `epoch`'s plan, in constant time.
+template <class P>
+concept SkippingPlanner =
+    WindowPlanner<P> && requires(const P& planner, std::size_t epoch, WindowStart start) {
+      { planner.skip_window(epoch, start) } -> std::same_as<WindowSkip>;
+      { planner.epoch_batches(epoch) } -> std::convertible_to<std::size_t>;
+    };
+
 /// A plan's fingerprint: `tag` (its kind), the fingerprint of `lengths` and `values` (its
 /// parameters), mixed.
 [[nodiscard]] inline std::uint64_t plan_fingerprint(std::uint64_t tag,
@@ -153,6 +185,22 @@ concept WindowPlanner =
   for (const std::uint64_t value : values) hash = mix64(hash ^ value);
   return hash;
 }
+
+namespace detail {
+/// Erases the entries of `by_epoch` (a map keyed by epoch) farthest from `epoch` until at most
+/// `count` are left: the caches of plans and walks keep the epochs nearest the one in use.
+template <class Map>
+void keep_nearest_epochs(Map& by_epoch, std::size_t epoch, std::size_t count) {
+  const auto distance = [epoch](std::size_t other) {
+    return other < epoch ? epoch - other : other - epoch;
+  };
+  while (by_epoch.size() > count) {
+    by_epoch.erase(std::max_element(
+        by_epoch.begin(), by_epoch.end(),
+        [&](const auto& a, const auto& b) { return distance(a.first) < distance(b.first); }));
+  }
+}
+}  // namespace detail
 
 /// The epoch's document order of `count` documents: shuffled under (seed, epoch), or not.
 [[nodiscard]] inline EpochOrder document_order(std::size_t count, bool shuffle, std::uint64_t seed,

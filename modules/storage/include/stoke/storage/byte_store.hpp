@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -38,6 +39,18 @@ class ByteStore {
 
   /// The object as messages name it: a path, or a URL without credentials.
   [[nodiscard]] virtual std::string describe(std::string_view key) const = 0;
+
+  /// Tells the store, when a reader opens, the objects it will read and how many it reads
+  /// ahead of the one it uses (`depth`). A caching store refuses (`UsageError`) a bound
+  /// too small for them, naming the size needed; others ignore it. `what` names the reader.
+  virtual void prepare_reads(std::span<const ObjectInfo> objects, std::size_t depth,
+                             std::string_view what) const {
+    (void)objects, (void)depth, (void)what;
+  }
+
+  /// Tells the store the order the reader's next epoch reads `keys` in, so that a caching
+  /// store keeps the ones it reads next and evicts the one needed last. Others ignore it.
+  virtual void plan_reads(std::span<const std::string> keys) const { (void)keys; }
 
   /// Every byte of `key`, read for `context`.
   [[nodiscard]] std::vector<std::byte> read(std::string_view key,

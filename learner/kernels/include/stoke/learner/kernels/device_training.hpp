@@ -1,9 +1,10 @@
 #pragma once
 /// @file
-/// What a backend's device kernels take to train on its devices: the shapes of an element-wise
-/// optimizer step and of a softmax classifier's step, and the layout of the learner's reduced
-/// buffer. Backends (Vulkan shaders, CUDA kernels) implement them; the learner and its
-/// device-resident models call them (see `stoke::DeviceBackend` in the learner).
+/// What a backend's device kernels take to train any model on its devices: the shape of an
+/// element-wise optimizer step and the layout of the learner's reduced buffer. Backends
+/// (Vulkan shaders, CUDA kernels) implement them; the learner and its device-resident models
+/// call them (see `stoke::DeviceBackend` in the learner). One model's own kernels live with
+/// that model (the softmax classifier's: `softmax_classifier.hpp`).
 
 #include <cstddef>
 #include <cstdint>
@@ -50,20 +51,6 @@ struct AdamHyperparameters {
   float weight_decay = 0.0f;  ///< decoupled decay factor
   std::uint64_t step = 1;     ///< the step's number, counting from 1
 };
-
-/// One batch of a softmax classifier (logits `x W + b`, `W` a `features x classes` row-major
-/// matrix followed by `classes` biases in the parameters, as `stoke::Mlp({features,
-/// classes})` lays them out). The first `real_rows` rows are real items; the rest are padding
-/// and contribute nothing.
-struct SoftmaxShape {
-  std::size_t rows = 0;       ///< items in the batch
-  std::size_t real_rows = 0;  ///< items that are not padding
-  std::size_t features = 0;   ///< inputs per item
-  std::size_t classes = 0;    ///< outputs per item (at most `max_softmax_classes`)
-};
-
-/// The most classes the device softmax kernels take.
-inline constexpr std::size_t max_softmax_classes = 32;
 
 namespace detail {
 

@@ -47,13 +47,13 @@ class BatchChunks final : public BatchInChunks<Batch<Output>> {
     const std::size_t last = rows * (chunk + 1) / chunks_;
     const SampleContext context{seed_, where_.epoch, indices_, std::nullopt};
     const SampleContextScope scope(context);
-    note_activity(WorkerActivity::Stage::batch, first < indices_.size() ? indices_[first] : 0);
+    note_activity(Activity::batch, first < indices_.size() ? indices_[first] : 0);
     try {
       pending_.fill(first, last);
     } catch (...) {
       DataErrorContext at = where_;
       at.index = first < indices_.size() ? indices_[first] : 0;
-      at.stage = "batch";
+      at.activity = "batch";
       at.worker = thread_name(worker);
       throw DataError(std::move(at), current_exception_message());
     }

@@ -39,7 +39,7 @@ class BatchMaker {
   /// Whether `open` makes batches in chunks (else the pool makes every batch whole).
   [[nodiscard]] virtual bool makes_chunks() const noexcept { return false; }
   /// Where the batch of `step` is in errors: its epoch, the loader's step, its first dataset
-  /// index and its device (stage and worker left empty).
+  /// index and its device (activity and worker left empty).
   [[nodiscard]] virtual DataErrorContext where(std::size_t step) const {
     return DataErrorContext{.step = step};
   }

@@ -2,7 +2,8 @@
 /// @file
 /// `detail::EpochBatches`: how the batches of one epoch of a loader are made, on whichever
 /// thread asks: the positions of a batch mapped to dataset indices, the samples read, the
-/// batcher run, failures rethrown as `DataError`.
+/// batcher run, failures rethrown as `DataError`. With a `PlanBatcher`, a batch's one position
+/// is the index of a batch of the epoch's plan, which the batcher makes from the dataset.
 
 #include <algorithm>
 #include <cstddef>
@@ -25,6 +26,7 @@
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/detail/worker_activity.hpp>
 #include <stoke/data/epoch_plan.hpp>
+#include <stoke/data/plan_batcher.hpp>
 #include <stoke/data/sample_context.hpp>
 
 namespace stoke::detail {
@@ -32,12 +34,12 @@ namespace stoke::detail {
 /// The batches of one epoch of a loader, each made on the thread that asks for it. Immutable:
 /// the loader's workers share one per epoch.
 template <Dataset S, class T, Backend B>
-  requires Batcher<T, B, dataset_item_t<S>>
-class EpochBatches final : public BatchMaker<Batch<batch_output_t<T, B, dataset_item_t<S>>>> {
+  requires LoaderBatcher<T, B, S>
+class EpochBatches final : public BatchMaker<Batch<loader_output_t<T, B, S>>> {
  public:
-  using item_type = dataset_item_t<S>;                        ///< one sample
-  using batch_type = Batch<batch_output_t<T, B, item_type>>;  ///< one batch
-  using device_type = device_t<B>;                            ///< where batches go
+  using item_type = dataset_item_t<S>;                 ///< one sample
+  using batch_type = Batch<loader_output_t<T, B, S>>;  ///< one batch
+  using device_type = device_t<B>;                     ///< where batches go
 
   /// Epoch `layout.epoch` of a loader with `plan` over `source`, for `device`. With a
   /// `ChunkedBatcher` and `max_chunks > 0`, the pool may open batches in up to `max_chunks` chunks.
@@ -68,21 +70,28 @@ class EpochBatches final : public BatchMaker<Batch<batch_output_t<T, B, dataset_
   /// Makes batch `step` on thread `thread` (named in errors). While it reads and batches,
   /// `stoke::sample_rng()` gives each sample's stream.
   batch_type make(std::size_t step, std::size_t thread) const override {
-    BatchItems read = read_batch(step, thread);
-    const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
-    const SampleContextScope scope(context);
-    note_activity(WorkerActivity::Stage::batch, first_index(read));
-    try {
-      return batch_type{source_->batcher().batch(std::move(read.items), device_), layout_.epoch,
-                        epoch_step(step), read.padding, std::move(read.indices)};
-    } catch (...) {
-      fail(step, first_index(read), "batch", thread);
+    if constexpr (is_plan_batcher_v<T, B, S>) {
+      return make_planned(step, thread);
+    } else {
+      BatchItems read = read_batch(step, thread);
+      const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
+      const SampleContextScope scope(context);
+      note_activity(Activity::batch, first_index(read));
+      try {
+        return batch_type{source_->batcher().batch(std::move(read.items), device_), layout_.epoch,
+                          epoch_step(step), read.padding, std::move(read.indices)};
+      } catch (...) {
+        fail(step, first_index(read), "batch", thread);
+      }
     }
   }
 
   [[nodiscard]] DataErrorContext where(std::size_t step) const override {
-    const std::size_t first =
-        step < layout_.num_batches ? order_(plan_.locate(layout_, step * plan_.batch_size())) : 0;
+    std::size_t first = 0;
+    if (step < layout_.num_batches) {
+      first = plan_.locate(layout_, step * plan_.batch_size());
+      if constexpr (!is_plan_batcher_v<T, B, S>) first = order_(first);
+    }
     return DataErrorContext{.epoch = layout_.epoch,
                             .step = epoch_step(step),
                             .index = first,
@@ -90,34 +99,68 @@ class EpochBatches final : public BatchMaker<Batch<batch_output_t<T, B, dataset_
   }
 
   [[nodiscard]] bool makes_chunks() const noexcept override {
-    return ChunkedBatcher<T, B, item_type> && max_chunks_ > 0;
+    if constexpr (is_plan_batcher_v<T, B, S>) {
+      return false;
+    } else {
+      return ChunkedBatcher<T, B, item_type> && max_chunks_ > 0;
+    }
   }
 
   /// Reads batch `step` and lets the `ChunkedBatcher` allocate it, on thread `thread`; its row
   /// ranges are then filled on any threads.
   std::shared_ptr<BatchInChunks<batch_type>> open(std::size_t step,
                                                   std::size_t thread) const override {
-    if constexpr (ChunkedBatcher<T, B, item_type>) {
-      BatchItems read = read_batch(step, thread);
-      const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
-      const SampleContextScope scope(context);
-      using Pending = decltype(source_->batcher().begin_batch(std::move(read.items), device_));
-      note_activity(WorkerActivity::Stage::batch, first_index(read));
-      try {
-        return std::make_shared<BatchChunks<batch_output_t<T, B, item_type>, Pending>>(
-            source_->batcher().begin_batch(std::move(read.items), device_), max_chunks_,
-            DataErrorContext{layout_.epoch, epoch_step(step), 0, "batch", thread_name(thread),
-                             device_name(device_)},
-            seed_, std::move(read.indices), read.padding);
-      } catch (...) {
-        fail(step, first_index(read), "batch", thread);
-      }
+    if constexpr (is_plan_batcher_v<T, B, S>) {
+      return BatchMaker<batch_type>::open(step, thread);
+    } else if constexpr (ChunkedBatcher<T, B, item_type>) {
+      return open_in_chunks(step, thread);
     } else {
       return BatchMaker<batch_type>::open(step, thread);
     }
   }
 
  private:
+  /// Makes batch `step` of a `PlanBatcher`'s loader: its one position is a batch of the epoch's
+  /// plan (the index its `Batch::indices` holds), made by the batcher; one that repeats a batch
+  /// to even out a split is padding.
+  batch_type make_planned(std::size_t step, std::size_t thread) const {
+    const std::size_t planned = plan_.locate(layout_, step);
+    const bool padding = step >= layout_.pad_from;
+    std::vector<std::size_t> indices{planned};
+    const SampleContext context{seed_, layout_.epoch, indices, std::nullopt};
+    const SampleContextScope scope(context);
+    note_activity(Activity::batch, planned);
+    try {
+      return batch_type{source_->batcher().batch_planned(source_->dataset(), layout_.epoch, planned,
+                                                         padding, device_),
+                        layout_.epoch, epoch_step(step), padding ? 1U : 0U, std::move(indices)};
+    } catch (...) {
+      fail(step, planned, "batch", thread);
+    }
+  }
+
+  /// Opens batch `step` of samples in chunks (see `open`).
+  std::shared_ptr<BatchInChunks<batch_type>> open_in_chunks(std::size_t step,
+                                                            std::size_t thread) const {
+    BatchItems read = read_batch(step, thread);
+    const SampleContext context{seed_, layout_.epoch, read.indices, std::nullopt};
+    const SampleContextScope scope(context);
+    using Pending = decltype(source_->batcher().begin_batch(std::move(read.items), device_));
+    note_activity(Activity::batch, first_index(read));
+    try {
+      return std::make_shared<BatchChunks<batch_output_t<T, B, item_type>, Pending>>(
+          source_->batcher().begin_batch(std::move(read.items), device_), max_chunks_,
+          DataErrorContext{.epoch = layout_.epoch,
+                           .step = epoch_step(step),
+                           .worker = thread_name(thread),
+                           .device = device_name(device_),
+                           .activity = "batch"},
+          seed_, std::move(read.indices), read.padding);
+    } catch (...) {
+      fail(step, first_index(read), "batch", thread);
+    }
+  }
+
   /// The items of one batch read from the dataset, with their dataset indices.
   struct BatchItems {
     std::vector<item_type> items;
@@ -144,7 +187,7 @@ class EpochBatches final : public BatchMaker<Batch<batch_output_t<T, B, dataset_
     items.reserve(count);
     const S& dataset = source_->dataset();
     if constexpr (requires { dataset.get_many(std::span<const std::size_t>(indices), items); }) {
-      note_activity(WorkerActivity::Stage::get_many, count == 0 ? 0 : indices.front());
+      note_activity(Activity::get_many, count == 0 ? 0 : indices.front());
       try {
         dataset.get_many(std::span<const std::size_t>(indices), items);
       } catch (...) {
@@ -153,7 +196,7 @@ class EpochBatches final : public BatchMaker<Batch<batch_output_t<T, B, dataset_
     } else {
       for (std::size_t i = 0; i < count; ++i) {
         context.item = i;
-        note_activity(WorkerActivity::Stage::get, indices[i]);
+        note_activity(Activity::get, indices[i]);
         try {
           items.push_back(dataset.get(indices[i]));
         } catch (...) {
@@ -175,10 +218,14 @@ class EpochBatches final : public BatchMaker<Batch<batch_output_t<T, B, dataset_
     return first_step_ + step;
   }
 
-  [[noreturn]] void fail(std::size_t step, std::size_t index, const char* stage,
+  [[noreturn]] void fail(std::size_t step, std::size_t index, const char* activity,
                          std::size_t thread) const {
-    throw DataError(DataErrorContext{layout_.epoch, epoch_step(step), index, stage,
-                                     thread_name(thread), device_name(device_)},
+    throw DataError(DataErrorContext{.epoch = layout_.epoch,
+                                     .step = epoch_step(step),
+                                     .index = index,
+                                     .worker = thread_name(thread),
+                                     .device = device_name(device_),
+                                     .activity = activity},
                     current_exception_message());
   }
 

@@ -2,7 +2,8 @@
 /// @file
 /// `detail::LoaderBase`: the interface every stoke loader shares (`BatchLoader`,
 /// `MultiThreadLoader`): its source, device and plan, its epochs, its splits, its state.
-/// The batches themselves are made by `EpochBatches`.
+/// The batches themselves are made by `EpochBatches`. With a `PlanBatcher`, the loader's
+/// positions are the batches of each epoch's plan (see `EpochPlan`).
 
 #include <cstddef>
 #include <memory>
@@ -22,6 +23,7 @@
 #include <stoke/data/detail/thread_names.hpp>
 #include <stoke/data/epoch_plan.hpp>
 #include <stoke/data/options.hpp>
+#include <stoke/data/plan_batcher.hpp>
 #include <stoke/data/sharded_order.hpp>
 #include <stoke/data/state.hpp>
 
@@ -29,13 +31,13 @@ namespace stoke::detail {
 
 /// Base of `BatchLoader` and `MultiThreadLoader` (CRTP: `slice` and `share` return `Derived`).
 template <class Derived, Dataset S, class T, Backend B>
-  requires Batcher<T, B, dataset_item_t<S>>
+  requires LoaderBatcher<T, B, S>
 class LoaderBase {
  public:
-  using backend_type = B;                                     ///< the backend batches are for
-  using device_type = device_t<B>;                            ///< where batches go
-  using item_type = dataset_item_t<S>;                        ///< one sample
-  using batch_type = Batch<batch_output_t<T, B, item_type>>;  ///< what `iter()` yields
+  using backend_type = B;                              ///< the backend batches are for
+  using device_type = device_t<B>;                     ///< where batches go
+  using item_type = dataset_item_t<S>;                 ///< one sample
+  using batch_type = Batch<loader_output_t<T, B, S>>;  ///< what `iter()` yields
 
   /// A loader over `dataset`, batching with `batcher` for `device`.
   LoaderBase(S dataset, T batcher, const LoaderOptions& options, device_type device = {})
@@ -43,7 +45,7 @@ class LoaderBase {
                                                            options)),
         device_(std::move(device)),
         options_(options),
-        plan_(source_->size(), options.batch_size, options.remainder) {}
+        plan_(make_plan(source_, options)) {}
 
   /// A copy shares the dataset and batcher, and starts with the same epoch and progress. It
   /// also shares the source's epoch ledger: beginning an epoch that the source or another of
@@ -119,7 +121,7 @@ class LoaderBase {
   /// Where this loader stands: {seed, epoch, positions of the epoch consumed by all shares of
   /// its split together}. Taken inside the loop body, it counts the batch being processed.
   /// Defined for a loader and its shares, not for slices.
-  [[nodiscard]] LoaderState state() const { return position_.state(plan_, options_); }
+  [[nodiscard]] LoaderState state() const { return position_.described_state(plan_, options_); }
 
   /// Resumes from `state`: the next `iter()` loads the rest of `state.epoch`. The remaining
   /// positions are split over this loader's shares, whatever their number was when the state
@@ -172,6 +174,37 @@ class LoaderBase {
   };
 
   const Derived& self() const { return static_cast<const Derived&>(*this); }
+
+  /// The plan of a loader over `source`: of samples in batches of `options.batch_size`, or,
+  /// with a `PlanBatcher`, of its planned batches (the planner orders and sizes them, so the
+  /// loader's own shuffle, shard order and batch size must be left unset).
+  static EpochPlan make_plan(const std::shared_ptr<const LoaderSource<S, T>>& source,
+                             const LoaderOptions& options) {
+    if constexpr (is_plan_batcher_v<T, B, S>) {
+      if (options.shuffle || options.shard_aware || options.batch_size != 1) {
+        throw UsageError(
+            "stoke: a loader whose batcher plans its batches takes its order and batch sizes "
+            "from the plan: leave shuffle, shuffle_shards and batch_size unset (shuffle and "
+            "size in the planner's options)");
+      }
+      PlannedBatches planned{.epoch_batches = [source](std::size_t epoch) -> std::size_t {
+                               return source->batcher().epoch_batches(epoch);
+                             },
+                             .fingerprint = source->batcher().plan_fingerprint()};
+      if constexpr (requires { source->batcher().plan_state(std::size_t{}, std::size_t{}); }) {
+        planned.describe = [source](std::size_t epoch, std::size_t consumed) {
+          return source->batcher().plan_state(epoch, consumed);
+        };
+        planned.check = [source](const nlohmann::json& saved, std::size_t epoch,
+                                 std::size_t consumed) {
+          source->batcher().check_plan_state(saved, epoch, consumed);
+        };
+      }
+      return EpochPlan(source->size(), std::move(planned), options.remainder);
+    } else {
+      return EpochPlan(source->size(), options.batch_size, options.remainder);
+    }
+  }
 
   std::shared_ptr<const LoaderSource<S, T>> source_;
   device_type device_;

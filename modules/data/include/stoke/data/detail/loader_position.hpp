@@ -81,6 +81,7 @@ class LoaderPosition {
     LoaderState state{options.seed,        next_epoch_,     0,
                       plan.dataset_size(), options.shuffle, options.shard_aware,
                       options.remainder};
+    state.plan_fingerprint = plan.fingerprint();
     const std::lock_guard lock(progress_->mutex);
     const auto record = [&](std::size_t epoch, const ResumePoint& point) {
       state.epoch = epoch;
@@ -100,6 +101,15 @@ class LoaderPosition {
     return record(progress_->epoch, *point);
   }
 
+  /// `state(plan, options)` with the plan's own account (`LoaderState::plan_state`), made
+  /// outside the progress lock (it may plan a window).
+  [[nodiscard]] LoaderState described_state(const EpochPlan& plan,
+                                            const LoaderOptions& options) const {
+    LoaderState out = state(plan, options);
+    out.plan_state = plan.describe(out.epoch, out.consumed);
+    return out;
+  }
+
   /// Resumes from `state`: the next epoch is the rest of `state.epoch`, split over `plan`'s
   /// shares. A state of another dataset size, seed or order is refused naming the mismatch.
   void restore(const LoaderState& state, EpochPlan& plan, const LoaderOptions& options) {
@@ -108,6 +118,7 @@ class LoaderPosition {
                        what + " " + std::to_string(saved) + ", this loader has " +
                        std::to_string(here));
     };
+    plan.check(state.plan_state, state.epoch, state.consumed);  // names what changed in it
     if (state.dataset_size != plan.dataset_size()) {
       mismatch("dataset size", state.dataset_size, plan.dataset_size());
     }
@@ -122,9 +133,26 @@ class LoaderPosition {
                        std::string(remainder_name(state.remainder)) + ", this loader has " +
                        std::string(remainder_name(options.remainder)));
     }
+    if (state.plan_fingerprint != plan.fingerprint()) {
+      throw InputError(
+          "stoke: cannot restore loader state: it was saved with plan fingerprint " +
+          std::to_string(state.plan_fingerprint) + ", this loader's plan has " +
+          std::to_string(plan.fingerprint()) +
+          " (0 is a loader of samples; otherwise another kind of plan, seed, lengths, sequence "
+          "length, rows, budget or window)");
+    }
+    if (plan.planned()) {
+      const std::size_t batches = plan.epoch_positions(state.epoch);
+      if (state.consumed > batches) {
+        throw InputError("stoke: cannot restore loader state: it says " +
+                         std::to_string(state.consumed) + " planned batches of epoch " +
+                         std::to_string(state.epoch) + " were consumed, more than the " +
+                         std::to_string(batches) + " of its plan");
+      }
+    }
     for (const auto& [name, value] :
          {std::pair{"", state.consumed}, std::pair{" by each rank", state.rank_consumed}}) {
-      if (value > state.dataset_size) {
+      if (!plan.planned() && value > state.dataset_size) {
         throw InputError("stoke: cannot restore loader state: it says " + std::to_string(value) +
                          " positions of the epoch were consumed" + name +
                          ", more than its dataset size " + std::to_string(state.dataset_size));

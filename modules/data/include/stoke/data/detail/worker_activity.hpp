@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// `WorkerActivity`: what a worker thread is doing now (which stage, which dataset index), kept
+/// `WorkerActivity`: what a worker thread is doing now (its `Activity` and the dataset index), kept
 /// so that a batch that times out can name the `get` that hangs.
 
 #include <atomic>
@@ -10,22 +10,22 @@
 
 namespace stoke::detail {
 
-/// The stage a worker thread is in, and the dataset index it works on. Written by the thread
+/// What a worker thread does: nothing, `Dataset::get`, `Dataset::get_many`, or the batcher.
+enum class Activity : std::uint8_t { idle, get, get_many, batch };
+
+/// The activity a worker thread is in, and the dataset index it works on. Written by the thread
 /// itself at every sample (one relaxed store), read by a consumer whose batch timed out.
 class WorkerActivity {
  public:
-  /// What the thread does.
-  enum class Stage : std::uint8_t { idle, get, get_many, batch };
-
-  /// The thread is now in `stage`, at dataset `index`.
-  void note(Stage stage, std::size_t index) noexcept {
-    word_.store((static_cast<std::uint64_t>(stage) << index_bits) | (index & index_mask),
+  /// The thread is now in `activity`, at dataset `index`.
+  void note(Activity activity, std::size_t index) noexcept {
+    word_.store((static_cast<std::uint64_t>(activity) << index_bits) | (index & index_mask),
                 std::memory_order_relaxed);
   }
 
-  /// The stage last noted.
-  [[nodiscard]] Stage stage() const noexcept {
-    return static_cast<Stage>(word_.load(std::memory_order_relaxed) >> index_bits);
+  /// The activity last noted.
+  [[nodiscard]] Activity activity() const noexcept {
+    return static_cast<Activity>(word_.load(std::memory_order_relaxed) >> index_bits);
   }
   /// The dataset index last noted (its low 56 bits).
   [[nodiscard]] std::size_t index() const noexcept {
@@ -38,16 +38,16 @@ class WorkerActivity {
   std::atomic<std::uint64_t> word_{0};
 };
 
-/// The name of `stage` in errors: `"idle"`, `"get"`, `"get_many"` or `"batch"`.
-inline std::string stage_name(WorkerActivity::Stage stage) {
-  switch (stage) {
-    case WorkerActivity::Stage::get:
+/// The name of `activity` in errors: `"idle"`, `"get"`, `"get_many"` or `"batch"`.
+inline std::string activity_name(Activity activity) {
+  switch (activity) {
+    case Activity::get:
       return "get";
-    case WorkerActivity::Stage::get_many:
+    case Activity::get_many:
       return "get_many";
-    case WorkerActivity::Stage::batch:
+    case Activity::batch:
       return "batch";
-    case WorkerActivity::Stage::idle:
+    case Activity::idle:
       break;
   }
   return "idle";
@@ -56,10 +56,10 @@ inline std::string stage_name(WorkerActivity::Stage stage) {
 /// The activity of the calling thread, set by its worker pool (null on other threads).
 inline thread_local WorkerActivity* this_thread_activity = nullptr;
 
-/// Notes that the calling thread is in `stage` at dataset `index` (nothing on a thread that no
-/// worker pool runs).
-inline void note_activity(WorkerActivity::Stage stage, std::size_t index) noexcept {
-  if (WorkerActivity* activity = this_thread_activity) activity->note(stage, index);
+/// Notes that the calling thread is in `activity` at dataset `index` (nothing on a thread that
+/// no worker pool runs).
+inline void note_activity(Activity activity, std::size_t index) noexcept {
+  if (WorkerActivity* current = this_thread_activity) current->note(activity, index);
 }
 
 }  // namespace stoke::detail

@@ -36,6 +36,11 @@ struct ArrayFileFormat {
   std::function<ArrayShard(const std::filesystem::path&)> load{};  ///< the array of a file
   /// Rows `[first, first + count)` of a file (optional).
   std::function<ArrayShard(const std::filesystem::path&, std::size_t, std::size_t)> read_rows{};
+  /// Called at open with the shards read ahead of the one in use (optional): a store read
+  /// through a node cache refuses there a bound too small for them.
+  std::function<void(std::size_t window)> prepare{};
+  /// Called with the files of each epoch's order (optional): the node cache evicts by it.
+  std::function<void(const std::vector<std::filesystem::path>&)> plan{};
 };
 
 /// The regular files in `directory` whose names match the shell pattern `pattern` (`*.npy`,
@@ -101,6 +106,7 @@ class ShardedArrays {
     s.size = rows;
     s.info.shape.front() = rows;
     s.heads_kept = cache.resident;
+    if (s.format.prepare) s.format.prepare(read_ahead_depth(cache));
     s.cache = std::make_unique<ShardCache<ArrayShard>>(
         s.files.size(), [&s](std::size_t k) { return s.load(k); },
         [](const ArrayShard& shard) { return shard.bytes().size(); }, cache);
@@ -192,6 +198,11 @@ class ShardedArrays {
   /// The order the next epoch visits the shards in (the loader calls it): the cache reads the
   /// next ones ahead.
   void read_ahead(std::span<const std::size_t> shards) const {
+    if (shared_->format.plan) {
+      std::vector<std::filesystem::path> order;
+      for (const std::size_t k : shards) order.push_back(shared_->files.at(k));
+      shared_->format.plan(order);
+    }
     shared_->cache->plan(std::vector<std::size_t>(shards.begin(), shards.end()));
   }
 

@@ -157,6 +157,17 @@ inline ArrayFileFormat stored_npy_format(std::shared_ptr<const storage::ByteStor
                 const auto data = std::span<const std::byte>(*bytes).subspan(layout.data_offset,
                                                                              layout.data_size);
                 return ArrayShard(path, std::move(layout.info), data, std::move(bytes));
+              },
+          .prepare =
+              [store, shared](std::size_t window) {
+                store->prepare_reads(stored_objects(shared->shards), window,
+                                     "the npy shards of " + store->describe(""));
+              },
+          .plan =
+              [store](const std::vector<std::filesystem::path>& order) {
+                std::vector<std::string> keys;
+                for (const auto& path : order) keys.push_back(path.generic_string());
+                store->plan_reads(keys);
               }};
 }
 

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include <stoke/core/error.hpp>
+#include <stoke/storage/object_info.hpp>
 
 namespace stoke {
 
@@ -48,6 +49,13 @@ inline std::vector<StoredShard> stored_shards_from_json(const nlohmann::json& js
   }
   if (shards.empty()) throw InputError("stoke: manifest " + std::string(source) + ": no shards");
   return shards;
+}
+
+/// The shards as a store's objects (key and size), for `ByteStore::prepare_reads`.
+inline std::vector<storage::ObjectInfo> stored_objects(const std::vector<StoredShard>& shards) {
+  std::vector<storage::ObjectInfo> objects;
+  for (const StoredShard& shard : shards) objects.push_back({shard.key, shard.bytes, ""});
+  return objects;
 }
 
 /// Where each shard's rows begin when they are laid end to end, and their total.

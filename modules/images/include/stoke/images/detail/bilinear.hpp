@@ -13,7 +13,7 @@
 #include <vector>
 
 #include <stoke/images/augment_draw.hpp>
-#include <stoke/images/detail/image_window.hpp>
+#include <stoke/images/detail/image_region.hpp>
 #include <stoke/images/image.hpp>
 
 namespace stoke::images::detail {
@@ -83,8 +83,8 @@ struct BilinearScratch {
 };
 
 /// The rows and columns of an image of `whole` that resampling `box` to `out` reads
-/// (`axis_span` of each axis): what a window decode must hold.
-[[nodiscard]] inline PixelWindow resampled_window(const CropBox& box, ImageShape whole,
+/// (`axis_span` of each axis): what a region decode must hold.
+[[nodiscard]] inline PixelRegion resampled_region(const CropBox& box, ImageShape whole,
                                                   ImageShape out) {
   const AxisSpan rows = axis_span(box.top, box.height, out.height, whole.height);
   const AxisSpan columns = axis_span(box.left, box.width, out.width, whole.width);
@@ -96,22 +96,22 @@ struct BilinearScratch {
 /// `((2048 - wy) * ((2048 - wx) * p00 + wx * p01) + wy * ((2048 - wx) * p10 + wx * p11))`,
 /// exact in 32 bits, divided by 2^22 rounding half up (never outside [0, 255]). Channels 1
 /// and 3; sizes and box checked by the caller. The box is in the pixels of the whole image;
-/// the taps are computed there, then moved to the window's pixels, so a window holding every
-/// pixel the taps read (`resampled_window`) renders exactly what the whole image does.
+/// the taps are computed there, then moved to the region's pixels, so a region holding every
+/// pixel the taps read (`resampled_region`) renders exactly what the whole image does.
 class BilinearRows {
  public:
   /// Prepares the taps of both axes (`scratch` must outlive this).
-  BilinearRows(WindowView window, CropBox box, ImageShape out, BilinearScratch& scratch)
-      : source_(window.pixels), out_(out), scratch_(scratch) {
-    axis_taps(box.left, box.width, out.width, window.whole.width, scratch.columns);
+  BilinearRows(RegionView region, CropBox box, ImageShape out, BilinearScratch& scratch)
+      : source_(region.pixels), out_(out), scratch_(scratch) {
+    axis_taps(box.left, box.width, out.width, region.whole.width, scratch.columns);
     for (Tap& tap : scratch.columns) {
-      tap.first = (tap.first - window.left) * source_.shape.channels;
-      tap.second = (tap.second - window.left) * source_.shape.channels;
+      tap.first = (tap.first - region.left) * source_.shape.channels;
+      tap.second = (tap.second - region.left) * source_.shape.channels;
     }
-    axis_taps(box.top, box.height, out.height, window.whole.height, scratch.rows);
+    axis_taps(box.top, box.height, out.height, region.whole.height, scratch.rows);
     for (Tap& tap : scratch.rows) {
-      tap.first -= window.top;
-      tap.second -= window.top;
+      tap.first -= region.top;
+      tap.second -= region.top;
     }
     values_ = std::size_t{out.width} * out.channels;
     scratch.buffers.resize(2 * values_);

@@ -74,10 +74,10 @@ inline bool is_retryable(const CurlResponse& response) {
   throw DataError(DataErrorContext{.epoch = context.epoch,
                                    .step = context.step,
                                    .index = context.shard,
-                                   .stage = "fetch",
                                    .worker = "I/O thread",
                                    .device = "",
-                                   .url = object.shown},
+                                   .url = object.shown,
+                                   .activity = "fetch"},
                   what);
 }
 

@@ -10,10 +10,10 @@
 ///   goes back to the pool it came from (or is freed, if that pool is gone).
 ///
 /// The tensors are on torch's CPU device (stoke's logical `cpu:N` devices share host memory)
-/// and writable: the batch belongs to the consumer once it is handed over.
+/// and writable: the batch belongs to the consumer once it is handed over. A CUDA batch
+/// becomes CUDA tensors through <stoke/libtorch/cuda_tensors.hpp>.
 
 #include <array>
-#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -28,38 +28,33 @@
 
 #include <stoke/data/batch.hpp>
 #include <stoke/data/classification_batch.hpp>
+#include <stoke/data/dlpack_types.hpp>
 #include <stoke/data/host_tensor.hpp>
 
 namespace stoke::libtorch {
 
-/// An element type a stoke batch may hold that torch has a type for.
-///
-/// Requirements, one of:
-/// 1. `T` is `bool`;
-/// 2. `T` is a signed or unsigned integer of 8, 16, 32 or 64 bits, or `std::byte` (as
-///    `uint8`);
-/// 3. `T` is `float` or `double`.
+/// An element type a stoke batch may hold that torch has a type for: one that has a DLPack
+/// type (`stoke::dlpack::Element`: `bool`, an integer of 8 to 64 bits or `std::byte`, `float`,
+/// `double`).
 template <class T>
-concept TorchElement =
-    std::same_as<T, bool> || std::same_as<T, std::byte> ||
-    (std::integral<T> && (sizeof(T) == 1 || sizeof(T) == 2 || sizeof(T) == 4 || sizeof(T) == 8)) ||
-    std::same_as<T, float> || std::same_as<T, double>;
+concept TorchElement = dlpack::Element<T>;
+
+// stoke's DLPack codes (stoke/data/dlpack_types.hpp, shared with the Python package) are
+// those of torch's dlpack.h.
+static_assert(static_cast<int>(dlpack::TypeCode::signed_integer) == kDLInt);
+static_assert(static_cast<int>(dlpack::TypeCode::unsigned_integer) == kDLUInt);
+static_assert(static_cast<int>(dlpack::TypeCode::floating) == kDLFloat);
+static_assert(static_cast<int>(dlpack::TypeCode::boolean) == kDLBool);
+static_assert(static_cast<int>(dlpack::DeviceType::cpu) == kDLCPU);
+static_assert(static_cast<int>(dlpack::DeviceType::cuda) == kDLCUDA);
 
 namespace detail {
 
-/// The DLPack data type of `T`.
+/// The DLPack data type of `T` (stoke's one mapping), as torch's dlpack.h spells it.
 template <TorchElement T>
 constexpr DLDataType dl_dtype() noexcept {
-  constexpr auto bits = static_cast<std::uint8_t>(sizeof(T) * 8);
-  if constexpr (std::same_as<T, bool>) {
-    return {static_cast<std::uint8_t>(kDLBool), 8, 1};
-  } else if constexpr (std::same_as<T, std::byte> || std::unsigned_integral<T>) {
-    return {static_cast<std::uint8_t>(kDLUInt), bits, 1};
-  } else if constexpr (std::integral<T>) {
-    return {static_cast<std::uint8_t>(kDLInt), bits, 1};
-  } else {
-    return {static_cast<std::uint8_t>(kDLFloat), bits, 1};
-  }
+  constexpr dlpack::DataType type = dlpack::data_type_of<T>();
+  return {type.code, type.bits, type.lanes};
 }
 
 /// What a DLPack tensor made by `view` owns: a share of the memory's owner and the shape and
@@ -73,18 +68,24 @@ struct Exported {
 
 }  // namespace detail
 
-/// A row-major tensor of `shape` over `data`, which `owner` keeps alive: no copy, through
-/// DLPack. The tensor (and every view of it) holds a share of `owner` and lets go of it when
-/// the last one is gone, from whatever thread. With no elements, an empty tensor that shares
-/// nothing.
+/// A row-major tensor of `shape` over `data` on `device` (host memory by default), which
+/// `owner` keeps alive: no copy, through DLPack. The tensor (and every view of it) holds a
+/// share of `owner` and lets go of it when the last one is gone, from whatever thread. With no
+/// elements, an empty tensor on `device` that shares nothing (on a CUDA device, torch's CUDA
+/// allocator makes it: the program links libtorch_cuda).
 template <TorchElement T>
 [[nodiscard]] at::Tensor view(std::shared_ptr<const void> owner, const T* data,
-                              std::span<const std::int64_t> shape) {
+                              std::span<const std::int64_t> shape, DLDevice device = {kDLCPU, 0}) {
   std::int64_t elements = 1;
   for (const std::int64_t extent : shape) elements *= extent;
   if (elements == 0 || data == nullptr) {
-    return at::empty(at::IntArrayRef(shape.data(), shape.size()),
-                     at::TensorOptions().dtype(at::toScalarType(detail::dl_dtype<T>())));
+    const at::Device where =
+        device.device_type == kDLCUDA
+            ? at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device.device_id))
+            : at::Device(at::kCPU);
+    return at::empty(
+        at::IntArrayRef(shape.data(), shape.size()),
+        at::TensorOptions().dtype(at::toScalarType(detail::dl_dtype<T>())).device(where));
   }
   auto exported = std::make_unique<detail::Exported>();
   exported->owner = std::move(owner);
@@ -95,7 +96,7 @@ template <TorchElement T>
   }
   DLTensor& tensor = exported->managed.dl_tensor;
   tensor.data = const_cast<std::remove_const_t<T>*>(data);  // NOLINT: the consumer owns it now
-  tensor.device = {kDLCPU, 0};
+  tensor.device = device;
   tensor.ndim = static_cast<std::int32_t>(shape.size());
   tensor.dtype = detail::dl_dtype<T>();
   tensor.shape = exported->shape.data();

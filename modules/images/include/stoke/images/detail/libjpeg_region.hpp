@@ -1,6 +1,6 @@
 #pragma once
 /// @file
-/// Decoding a window of a JPEG with libjpeg-turbo's libjpeg API (TurboJPEG 2.x has no cropping
+/// Decoding a region of a JPEG with libjpeg-turbo's libjpeg API (TurboJPEG 2.x has no cropping
 /// region): `jpeg_crop_scanline` for the columns, `jpeg_skip_scanlines` for the rows above,
 /// and no decoding at all below. libjpeg reports errors by calling `error_exit`, which must
 /// not return: each step here runs under its own `setjmp`, in a function whose locals are all
@@ -25,7 +25,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
-#include <stoke/images/detail/image_window.hpp>
+#include <stoke/images/detail/image_region.hpp>
 #include <stoke/images/image.hpp>
 
 namespace stoke::images::detail {
@@ -117,7 +117,7 @@ class LibjpegDecompressor {
 
   /// The output's rows, once started.
   [[nodiscard]] std::uint32_t output_height() const noexcept { return info_.output_height; }
-  /// The output's columns, once started (the window's, once cropped).
+  /// The output's columns, once started (the region's, once cropped).
   [[nodiscard]] std::uint32_t output_width() const noexcept { return info_.output_width; }
   /// The offset of the first scan's entropy-coded data in the bytes given to `start`.
   [[nodiscard]] std::size_t scan_offset() const noexcept { return scan_offset_; }
@@ -158,7 +158,7 @@ class LibjpegDecompressor {
       const JDIMENSION read = jpeg_read_scanlines(&info_, pointers, count);
       if (read == 0) {
         std::snprintf(error_.message, sizeof error_.message,
-                      "Premature end of JPEG file: row %u of the window could not be read", done);
+                      "Premature end of JPEG file: row %u of the region could not be read", done);
         error_.warning = true;
         return false;
       }
