@@ -99,6 +99,40 @@ TEST(FitPlanner, FirstFitTakesTheFirstRowWithRoomBestFitTheTightest) {
   }
 }
 
+TEST(FirstFitRows, FindsWhatAScanOfTheRowsFindsAcrossGrowth) {
+  // Random rooms, needs and updates over more rows than the tree's first 64 leaves: the tree's
+  // answer is the first row (in order of opening) a linear scan finds, or none.
+  std::uint64_t state = 12345;
+  const auto next = [&](std::size_t bound) {
+    state = state * 6364136223846793005ull + 1442695040888963407ull;
+    return static_cast<std::size_t>((state >> 33) % bound);
+  };
+  stoke::detail::FirstFitRows rows;
+  std::vector<std::size_t> scan;
+  for (std::size_t step = 0; step < 5000; ++step) {
+    const std::size_t need = 1 + next(40);
+    std::size_t expected = scan.size();
+    for (std::size_t r = 0; r < scan.size(); ++r) {
+      if (scan[r] >= need) {
+        expected = r;
+        break;
+      }
+    }
+    ASSERT_EQ(rows.first_with(need), expected) << "step " << step << " need " << need;
+    if (expected == scan.size() || next(3) == 0) {
+      const std::size_t room = next(41);
+      rows.open(room);
+      scan.push_back(room);
+    } else {
+      scan[expected] -= need;
+      rows.set(expected, scan[expected]);
+    }
+    ASSERT_EQ(rows.size(), scan.size());
+    ASSERT_EQ(rows.room(scan.size() - 1), scan.back());
+  }
+  EXPECT_GT(scan.size(), 200u);  // grown several times
+}
+
 TEST(FitPlanner, OversizeSplitCutsFullRowsAndRefuseNamesTheDocument) {
   const std::vector<std::int32_t> lengths{3, 20, 4};
   const stoke::FitPlanner split(lengths,

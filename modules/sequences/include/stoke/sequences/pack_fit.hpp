@@ -12,6 +12,7 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/core/rng.hpp>
+#include <stoke/sequences/first_fit_rows.hpp>
 #include <stoke/sequences/sequence_plan.hpp>
 #include <stoke/sequences/window_documents.hpp>
 
@@ -96,29 +97,25 @@ class FitPlanner {
                                              std::size_t window) const {
     const std::size_t s = options_.sequence_length;
     std::vector<PlannedRow> rows;
-    std::vector<std::size_t> room;                    // free slots of each row
+    detail::FirstFitRows rooms;                       // free slots of each row
     std::multimap<std::size_t, std::size_t> by_room;  // best-fit: room -> row
     const auto place = [&](std::size_t document, std::size_t begin, std::size_t end) {
       const std::size_t need = end - begin;
       std::size_t row = rows.size();
       if (options_.fit == PackFit::first) {
-        for (std::size_t r = 0; r < rows.size(); ++r) {
-          if (room[r] >= need) {
-            row = r;
-            break;
-          }
-        }
+        row = rooms.first_with(need);
       } else if (const auto it = by_room.lower_bound(need); it != by_room.end()) {
         row = it->second;
         by_room.erase(it);
       }
       if (row == rows.size()) {
         rows.emplace_back();
-        room.push_back(s);
+        rooms.open(s);
       }
       rows[row].pieces.push_back({document, begin, end});
-      room[row] -= need;
-      if (options_.fit == PackFit::best && room[row] > 0) by_room.emplace(room[row], row);
+      const std::size_t left = rooms.room(row) - need;
+      rooms.set(row, left);
+      if (options_.fit == PackFit::best && left > 0) by_room.emplace(left, row);
     };
     for (const auto& [document, length] : documents) {
       std::size_t begin = 0;
@@ -131,7 +128,7 @@ class FitPlanner {
         }
         for (; length - begin >= s; begin += s) {
           rows.push_back(PlannedRow{{{document, begin, begin + s}}});
-          room.push_back(0);
+          rooms.open(0);
         }
       }
       if (begin < length) place(document, begin, length);
