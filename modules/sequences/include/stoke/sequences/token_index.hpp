@@ -68,10 +68,8 @@ class TokenIndexCheck {
   /// The layout, once every field is checked.
   TokenIndexLayout run() const {
     TokenIndexLayout layout = header();
-    // One branch-free pass over the arrays says whether all is well; only a file it finds wrong
-    // is walked again, field by field, to name the first wrong field.
-    if (!sequences_hold(layout)) check_sequences(layout);
-    if (!documents_hold(layout)) check_documents(layout);
+    check_sequences(layout);
+    check_documents(layout);
     return layout;
   }
 
@@ -143,60 +141,6 @@ class TokenIndexCheck {
                        arrays + "; the file holds " + std::to_string(room) + " after " + before);
     }
     return static_cast<std::size_t>(value);
-  }
-
-  /// Whether every length is not negative, every pointer follows the lengths back to back
-  /// from 0, and the sequences fill the `.bin` file exactly: what `check_sequences` checks,
-  /// without saying where. Each pointer is compared with the one before it (no running sum),
-  /// so the loop carries no dependency; a pointer below 0 or wrapped past 2^63 fails it.
-  [[nodiscard]] bool sequences_hold(const TokenIndexLayout& layout) const noexcept {
-    const std::size_t n = layout.sequences;
-    if (n == 0) return bin_size_ == 0;
-    const std::uint64_t token_size = dtype_size(layout.dtype);
-    const std::byte* lengths = bytes_.data() + H::size;
-    const std::byte* pointers = bytes_.data() + layout.pointers_offset;
-    const auto length_at = [&](std::size_t i) {
-      std::int32_t value;
-      std::memcpy(&value, lengths + 4 * i, 4);
-      return value;
-    };
-    const auto pointer_at = [&](std::size_t i) {
-      std::uint64_t value;
-      std::memcpy(&value, pointers + 8 * i, 8);
-      return value;
-    };
-    std::uint64_t wrong = pointer_at(0);  // the first sequence begins at byte 0
-    for (std::size_t i = 0; i + 1 < n; ++i) {
-      const std::int32_t length = length_at(i);
-      const std::uint64_t pointer = pointer_at(i);
-      const std::uint64_t bytes = static_cast<std::uint64_t>(length) * token_size;
-      wrong |= static_cast<std::uint64_t>(length < 0) | (pointer >> 63) |
-               static_cast<std::uint64_t>(pointer_at(i + 1) - pointer != bytes);
-    }
-    const std::int32_t last_length = length_at(n - 1);
-    const std::uint64_t last = pointer_at(n - 1);
-    wrong |= static_cast<std::uint64_t>(last_length < 0) | (last >> 63);
-    return wrong == 0 &&
-           last + static_cast<std::uint64_t>(last_length) * token_size == std::uint64_t{bin_size_};
-  }
-
-  /// Whether the document index begins with 0, never decreases and stays within the
-  /// sequences: what `check_documents` checks, without saying where.
-  [[nodiscard]] bool documents_hold(const TokenIndexLayout& layout) const noexcept {
-    const std::byte* entries = bytes_.data() + layout.documents_offset;
-    const auto entry_at = [&](std::size_t j) {
-      std::uint64_t value;
-      std::memcpy(&value, entries + 8 * j, 8);
-      return value;
-    };
-    // Entries above the sequence count (negative ones too, read unsigned) fail the bound.
-    std::uint64_t wrong = entry_at(0);
-    for (std::size_t j = 0; j < layout.documents; ++j) {
-      const std::uint64_t value = entry_at(j);
-      wrong |= static_cast<std::uint64_t>(value > layout.sequences) |
-               static_cast<std::uint64_t>(j > 0 && value < entry_at(j - 1));
-    }
-    return wrong == 0;
   }
 
   /// Lengths are not negative, pointers follow them back to back from 0, and the sequences
