@@ -18,6 +18,8 @@ module;
 
 #include <stoke/cpu/eigen.hpp>
 #include <stoke/data/sources/stored_arrays.hpp>
+#include <stoke/data/sources/stored_npz.hpp>
+#include <stoke/data/sources/stored_records.hpp>
 #include <stoke/learner.hpp>
 #include <stoke/stoke.hpp>
 #include <stoke/storage.hpp>
@@ -428,13 +430,19 @@ using stoke::storage::StoreOpener;
 using stoke::storage::StoreRegistry;
 }  // namespace stoke::storage
 
-// Sharded arrays in a byte store: the manifest that opens them without a read, and their format.
+// Sharded arrays in a byte store (.npy, .npz, record files): the manifests that open them without
+// a read, and their formats.
 export namespace stoke {
 using stoke::ArrayManifest;
 using stoke::make_npy_manifest;
+using stoke::make_npz_manifest;
+using stoke::make_record_manifest;
 using stoke::stored_npy_format;
+using stoke::stored_npz_format;
 using stoke::stored_objects;
+using stoke::stored_records_format;
 using stoke::stored_shard_begins;
+using stoke::stored_shard_keys;
 using stoke::stored_shards_from_json;
 using stoke::stored_shards_json;
 using stoke::StoredShard;

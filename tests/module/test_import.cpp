@@ -529,6 +529,24 @@ void storage(const std::filesystem::path& dir) {
       stoke::stored_npy_format(std::make_shared<stoke::storage::LocalStore>(dir / "objects"),
                                manifest));
   CHECK(arrays.size() == 2 && arrays.get(1).values[0] == 2.5f);
+
+  // Records of 3 bytes in "a.bin", sized by the store (no read), read through it.
+  auto objects = std::make_shared<stoke::storage::LocalStore>(dir / "objects");
+  const std::vector<stoke::StoredShard> records = stoke::make_record_manifest(store, {"a.bin"}, 3);
+  CHECK(records.at(0).rows == 2);
+  const stoke::ShardedArrays<std::uint8_t> rows(stoke::stored_shard_keys(records),
+                                                stoke::stored_records_format(objects, records, 3));
+  CHECK(rows.size() == 2 && rows.get(1).values[0] == std::uint8_t{'d'});
+  // .npz objects: "a.bin" is no zip archive; a format made from a manifest reads nothing.
+  bool refused = false;
+  try {
+    (void)stoke::make_npz_manifest(store, {"a.bin"}, "x");
+  } catch (const stoke::InputError&) {
+    refused = true;
+  }
+  CHECK(refused);
+  const stoke::ArrayFileFormat npz = stoke::stored_npz_format(objects, manifest, "x");
+  CHECK(npz.info(manifest.keys().at(0)).rows() == 2);
 }
 
 }  // namespace

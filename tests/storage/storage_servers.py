@@ -34,6 +34,7 @@ import tarfile
 import time
 import urllib.parse
 import urllib.request
+import zipfile
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
@@ -77,10 +78,23 @@ def npy_bytes(rows, columns, start):
     return b"\x93NUMPY\x01\x00" + struct.pack("<H", len(header)) + header.encode() + values
 
 
+def npz_bytes(members, compression):
+    """A `.npz` archive of `members` ({name: npy bytes}) as numpy writes one (`np.savez` with
+    ZIP_STORED, `np.savez_compressed` with ZIP_DEFLATED): each member opened with zip64."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=compression, allowZip64=True) as archive:
+        for name, content in members.items():
+            with archive.open(name, "w", force_zip64=True) as member:
+                member.write(content)
+    return out.getvalue()
+
+
 def test_files(data):
     """The objects of the tests, written under `data`: twelve shards of varied sizes, one
     object of 2 MiB, one key with characters to encode, five `.npy` shards of 8 columns
-    whose values count up across them, and three WebDataset tar shards. Returns their keys."""
+    whose values count up across them, three WebDataset tar shards, four `.npz` shards stored
+    and the same four deflated (array `x`, 6 columns counting up across them, after an array
+    `y`), and four record files of 12-byte records. Returns their keys."""
     generator = random.Random(38)
     files = {f"shards/shard-{i:03d}.bin": 50_000 + 7_919 * i for i in range(12)}
     files["big/object.bin"] = 2 << 20
@@ -106,6 +120,21 @@ def test_files(data):
                     member = tarfile.TarInfo(f"s{i}{j:02d}{extension}")
                     member.size = len(payload)
                     archive.addfile(member, io.BytesIO(payload))
+        files[key] = count
+    start = 0
+    for i, rows in enumerate((23, 17, 30, 11)):
+        members = {"y.npy": npy_bytes(rows, 1, 1000 + i), "x.npy": npy_bytes(rows, 6, start)}
+        start += rows * 6
+        for kind, compression in (("stored", zipfile.ZIP_STORED),
+                                  ("deflated", zipfile.ZIP_DEFLATED)):
+            key = f"npz/{kind}-{i:02d}.npz"
+            (data / key).parent.mkdir(parents=True, exist_ok=True)
+            (data / key).write_bytes(npz_bytes(members, compression))
+            files[key] = rows
+    for i, count in enumerate((13, 7, 21, 9)):
+        key = f"records/part-{i:02d}.bin"
+        (data / key).parent.mkdir(parents=True, exist_ok=True)
+        (data / key).write_bytes(generator.randbytes(12 * count))
         files[key] = count
     return sorted(files)
 

@@ -2,7 +2,6 @@
 // batches of the same files read locally, and opening with a manifest reads nothing remote.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,44 +10,14 @@
 #include <stoke/data/sources/stored_arrays.hpp>
 
 #include "array_batches.hpp"
+#include "counting_store.hpp"
 #include "remote_fixture.hpp"
 
 namespace {
 
 using stoke_storage_test::batches_of;
+using stoke_storage_test::CountingStore;
 using stoke_storage_test::servers;
-
-/// A store that counts the reads of the store it forwards to.
-class CountingStore final : public stoke::storage::ByteStore {
- public:
-  explicit CountingStore(std::shared_ptr<const ByteStore> inner) : inner_(std::move(inner)) {}
-  std::vector<stoke::storage::ObjectInfo> list(std::string_view prefix) const override {
-    ++reads;
-    return inner_->list(prefix);
-  }
-  stoke::storage::ObjectInfo stat(std::string_view key) const override {
-    ++reads;
-    return inner_->stat(key);
-  }
-  std::string describe(std::string_view key) const override { return inner_->describe(key); }
-  mutable std::atomic<std::size_t> reads{0};  ///< calls that reached the inner store
-
- protected:
-  std::vector<std::byte> read_object(std::string_view key,
-                                     const stoke::storage::FetchContext& context) const override {
-    ++reads;
-    return inner_->read(key, context);
-  }
-  std::vector<std::byte> read_object_range(
-      std::string_view key, std::uint64_t offset, std::uint64_t length,
-      const stoke::storage::FetchContext& context) const override {
-    ++reads;
-    return inner_->read_range(key, offset, length, context);
-  }
-
- private:
-  std::shared_ptr<const ByteStore> inner_;
-};
 
 TEST(StoredArrays, AnS3LoaderYieldsTheBatchesOfTheSameFilesReadLocally) {
   STOKE_REQUIRE_SERVERS();

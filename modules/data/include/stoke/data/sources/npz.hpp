@@ -29,17 +29,27 @@
 namespace stoke {
 namespace detail {
 
-/// A mapped `.npz` file and its central directory.
-struct MappedNpz {
-  std::shared_ptr<const FileMapping> mapping;
+/// The bytes of an `.npz` archive (a mapped file, or an object fetched whole from a store), what
+/// keeps them alive, its central directory, and how errors name it ("npz file 'a.npz'").
+struct NpzArchive {
+  std::span<const std::byte> bytes;
+  std::shared_ptr<const void> owner;
   ZipDirectory directory;
+  std::string label;
 };
 
+/// Reads the central directory of the archive `bytes`, kept alive by `owner`, named `label`.
+inline NpzArchive open_npz(std::span<const std::byte> bytes, std::shared_ptr<const void> owner,
+                           std::string label) {
+  ZipDirectory directory = read_zip_directory(bytes, label);
+  return {bytes, std::move(owner), std::move(directory), std::move(label)};
+}
+
 /// Maps `path` and reads its central directory.
-inline MappedNpz map_npz(const std::filesystem::path& path) {
+inline NpzArchive map_npz(const std::filesystem::path& path) {
   auto mapping = std::make_shared<const FileMapping>(path);
-  ZipDirectory directory = read_zip_directory(mapping->bytes(), "npz file " + quoted_path(path));
-  return {std::move(mapping), std::move(directory)};
+  const std::span<const std::byte> bytes = mapping->bytes();
+  return open_npz(bytes, std::move(mapping), "npz file " + quoted_path(path));
 }
 
 /// The array name of a member ending in ".npy", or "" for another member.
@@ -71,20 +81,23 @@ inline void check_zip_crc(const ZipEntry& entry,
   }
 }
 
-/// A stored member, read in place in the mapping whatever its alignment (its CRC-32 is not
-/// checked: its bytes are not read until its rows are).
-inline ArrayShard npz_stored(const MappedNpz& npz, const ZipEntry& entry, const ZipData& data,
-                             const NpySource& source, std::filesystem::path shard_path) {
+/// A stored member, read in place in the archive's bytes whatever its alignment. Its CRC-32 is
+/// checked only with `check_crc`: a mapped file's member is not read until its rows are, but an
+/// object fetched whole from a store is in memory already.
+inline ArrayShard npz_stored(const NpzArchive& npz, const ZipEntry& entry, const ZipData& data,
+                             const NpySource& source, std::filesystem::path shard_path,
+                             bool check_crc) {
   if (entry.compressed_size != entry.uncompressed_size) {
     source.fail("a stored member whose sizes differ: " + std::to_string(entry.compressed_size) +
                 " stored, " + std::to_string(entry.uncompressed_size) +
                 " uncompressed (central directory record at offset " +
                 std::to_string(entry.record_offset) + ")");
   }
+  if (check_crc) check_zip_crc(entry, {data.bytes}, source.name);
   NpyLayout layout = parse_npy_layout(data.bytes, source);
   check_npy_data(layout, data.bytes.size(), source, "the member");
   return {std::move(shard_path), std::move(layout.info),
-          data.bytes.subspan(layout.data_offset, layout.data_size), npz.mapping};
+          data.bytes.subspan(layout.data_offset, layout.data_size), npz.owner};
 }
 
 /// A deflated member, inflated only as far as its npy header declares (and one byte more, to
@@ -132,6 +145,61 @@ inline ArrayShard npz_deflated(const ZipEntry& entry, const ZipData& data, const
   return {std::move(shard_path), std::move(layout.info), std::move(values)};
 }
 
+/// The names of the arrays of `npz` (see `NpzFile::arrays`).
+inline std::vector<std::string> npz_arrays(const NpzArchive& npz) {
+  std::vector<std::string> names;
+  for (const auto& entry : npz.directory.entries) {
+    if (const auto name = npz_array_name(entry.name); !name.empty()) names.emplace_back(name);
+  }
+  return names;
+}
+
+/// The member `name.npy` of `npz`, else `name`, the last of that name in the directory; throws
+/// `InputError` naming the archive and listing its arrays when there is none.
+inline const ZipEntry& npz_entry(const NpzArchive& npz, const std::string& name) {
+  const auto& entries = npz.directory.entries;
+  auto found = std::find_if(entries.rbegin(), entries.rend(),
+                            [&](const auto& e) { return e.name == name + ".npy"; });
+  if (found == entries.rend()) {
+    found = std::find_if(entries.rbegin(), entries.rend(),
+                         [&](const auto& e) { return e.name == name; });
+  }
+  if (found == entries.rend()) {
+    std::string listed;
+    for (const auto& array : npz_arrays(npz)) {
+      listed += (listed.empty() ? "'" : ", '") + array + "'";
+    }
+    throw InputError("stoke: " + npz.label + " has no array '" + name + "' (no member '" + name +
+                     ".npy' in its central directory at offset " +
+                     std::to_string(npz.directory.offset) +
+                     "); its arrays: " + (listed.empty() ? "none" : listed));
+  }
+  return *found;
+}
+
+/// The array of the member `found` of `npz` (see `NpzFile::load`), its shard named
+/// `shard_path`; `check_crc` checks a stored member's CRC-32 too (see `npz_stored`).
+inline ArrayShard npz_load(const NpzArchive& npz, const ZipEntry& found,
+                           std::filesystem::path shard_path, bool check_crc) {
+  const std::string label = npz.label + ", member '" + found.name + "'";
+  const std::string record =
+      " (central directory record at offset " + std::to_string(found.record_offset) + ")";
+  if ((found.flags & 1U) != 0) {
+    zip_fail(label, "encrypted" + record + "; stoke reads unencrypted members");
+  }
+  if (found.method != 0 && found.method != Z_DEFLATED) {
+    zip_fail(label, "compression method " + std::to_string(found.method) + record +
+                        "; stoke reads stored (0) and deflate (8) members");
+  }
+  const ZipData data = zip_member_data(npz.bytes, npz.directory.offset, found, label);
+  const NpySource source{label + " (data at offset " + std::to_string(data.offset) + ")",
+                         " of the member"};
+  if (found.method == 0) {
+    return npz_stored(npz, found, data, source, std::move(shard_path), check_crc);
+  }
+  return npz_deflated(found, data, source, std::move(shard_path));
+}
+
 }  // namespace detail
 
 /// An `.npz` file, mapped once and its central directory read: the names of its arrays,
@@ -149,26 +217,20 @@ class NpzFile {
 
   /// The names of its arrays: its members whose names end in ".npy", without it, in the order
   /// of its central directory (other members are left out).
-  [[nodiscard]] std::vector<std::string> arrays() const {
-    std::vector<std::string> names;
-    for (const auto& entry : npz_.directory.entries) {
-      if (const auto name = detail::npz_array_name(entry.name); !name.empty()) {
-        names.emplace_back(name);
-      }
-    }
-    return names;
-  }
+  [[nodiscard]] std::vector<std::string> arrays() const { return detail::npz_arrays(npz_); }
 
   /// Whether `load(name)` reads the array in place, viewing the mapped file: true for a stored
   /// member (`np.savez`), whatever the alignment of its data; false for a deflated one
   /// (`np.savez_compressed`), which `load` inflates into memory. Throws `InputError` as `load`
   /// does when there is no such member.
-  [[nodiscard]] bool in_place(const std::string& name) const { return entry(name).method == 0; }
+  [[nodiscard]] bool in_place(const std::string& name) const {
+    return detail::npz_entry(npz_, name).method == 0;
+  }
 
   /// The name of the member that holds the array `name` (`name.npy`, or `name` itself).
   /// Throws `InputError` as `load` does when there is no such member.
   [[nodiscard]] const std::string& member(const std::string& name) const {
-    return entry(name).name;
+    return detail::npz_entry(npz_, name).name;
   }
 
   /// The array `name` (the member `name.npy`, or `name` itself). A stored member
@@ -183,51 +245,13 @@ class NpzFile {
   /// does not match (checked where the member is inflated: a stored member read in place is
   /// not read at all until its rows are).
   [[nodiscard]] ArrayShard load(const std::string& name) const {
-    const detail::ZipEntry& found = entry(name);
-    const std::string label =
-        "npz file " + detail::quoted_path(path_) + ", member '" + found.name + "'";
-    const std::string record =
-        " (central directory record at offset " + std::to_string(found.record_offset) + ")";
-    if ((found.flags & 1U) != 0) {
-      detail::zip_fail(label, "encrypted" + record + "; stoke reads unencrypted members");
-    }
-    if (found.method != 0 && found.method != Z_DEFLATED) {
-      detail::zip_fail(label, "compression method " + std::to_string(found.method) + record +
-                                  "; stoke reads stored (0) and deflate (8) members");
-    }
-    const detail::ZipData data =
-        detail::zip_member_data(npz_.mapping->bytes(), npz_.directory.offset, found, label);
-    const detail::NpySource source{label + " (data at offset " + std::to_string(data.offset) + ")",
-                                   " of the member"};
-    if (found.method == 0) {
-      return detail::npz_stored(npz_, found, data, source, path_ / found.name);
-    }
-    return detail::npz_deflated(found, data, source, path_ / found.name);
+    const detail::ZipEntry& found = detail::npz_entry(npz_, name);
+    return detail::npz_load(npz_, found, path_ / found.name, /*check_crc=*/false);
   }
 
  private:
-  /// The member `name.npy`, else `name`, the last of that name in the directory.
-  [[nodiscard]] const detail::ZipEntry& entry(const std::string& name) const {
-    const auto& entries = npz_.directory.entries;
-    auto found = std::find_if(entries.rbegin(), entries.rend(),
-                              [&](const auto& e) { return e.name == name + ".npy"; });
-    if (found == entries.rend()) {
-      found = std::find_if(entries.rbegin(), entries.rend(),
-                           [&](const auto& e) { return e.name == name; });
-    }
-    if (found == entries.rend()) {
-      std::string listed;
-      for (const auto& array : arrays()) listed += (listed.empty() ? "'" : ", '") + array + "'";
-      throw InputError("stoke: npz file " + detail::quoted_path(path_) + " has no array '" + name +
-                       "' (no member '" + name + ".npy' in its central directory at offset " +
-                       std::to_string(npz_.directory.offset) +
-                       "); its arrays: " + (listed.empty() ? "none" : listed));
-    }
-    return *found;
-  }
-
   std::filesystem::path path_;
-  detail::MappedNpz npz_;
+  detail::NpzArchive npz_;
 };
 
 /// The names of the arrays in the `.npz` file `path` (see `NpzFile::arrays`); throws what

@@ -3,13 +3,16 @@
 /// `.npy` shards in a byte store (local, HTTP, S3) for `ShardedArrays`: an `ArrayManifest`
 /// (every shard's key, rows and bytes, and what a row holds) so that opening reads nothing
 /// from the store, and `stored_npy_format`, which reads a shard through the store when the
-/// shard cache needs it.
+/// shard cache needs it; and what every array format over a store shares (`.npz` shards in
+/// stored_npz.hpp and record files in stored_records.hpp use it too).
 
 #include <cstddef>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -36,9 +39,7 @@ struct ArrayManifest {
 
   /// The keys of the shards, in order, as the paths `ShardedArrays` takes.
   [[nodiscard]] std::vector<std::filesystem::path> keys() const {
-    std::vector<std::filesystem::path> keys;
-    for (const StoredShard& shard : shards) keys.emplace_back(shard.key);
-    return keys;
+    return stored_shard_keys(shards);
   }
 
   /// The manifest as JSON.
@@ -91,38 +92,41 @@ inline NpyLayout stored_npy_layout(std::span<const std::byte> bytes,
   return layout;
 }
 
-}  // namespace detail
-
-/// The manifest of the `.npy` objects `keys` of `store`, in this order, from their bytes (for
-/// writing one once; a dataset opened with it then reads nothing at open). Throws `InputError`
-/// naming the object when one is not a valid `.npy` array, or holds another type or row shape
-/// than the first.
-inline ArrayManifest make_npy_manifest(const storage::ByteStore& store,
-                                       const std::vector<std::string>& keys) {
+/// The manifest of the objects `keys` of `store`, each read whole and its array's type and
+/// shape found by `info` (given the bytes and the key); `kind` ("npy") names them in errors.
+/// Throws `InputError` naming the object when one holds another type or row shape than the first.
+inline ArrayManifest make_array_manifest(
+    const storage::ByteStore& store, const std::vector<std::string>& keys, const std::string& kind,
+    const std::function<ArrayInfo(std::span<const std::byte>, const std::string&)>& info) {
   ArrayManifest manifest;
   for (const std::string& key : keys) {
     const std::vector<std::byte> bytes = store.read(key);
-    const ArrayInfo info = detail::stored_npy_layout(bytes, store, key).info;
+    const ArrayInfo found = info(bytes, key);
     if (manifest.shards.empty()) {
-      manifest.dtype = info.dtype;
-      manifest.row_shape = info.row_shape();
-    } else if (info.dtype != manifest.dtype || info.row_shape() != manifest.row_shape) {
-      throw InputError("stoke: npy object " + store.describe(key) + " holds " + describe(info) +
-                       ", unlike " + store.describe(manifest.shards.front().key) + " (" +
-                       describe(manifest.info(0)) + ")");
+      manifest.dtype = found.dtype;
+      manifest.row_shape = found.row_shape();
+    } else if (found.dtype != manifest.dtype || found.row_shape() != manifest.row_shape) {
+      throw InputError("stoke: " + kind + " object " + store.describe(key) + " holds " +
+                       describe(found) + ", unlike " + store.describe(manifest.shards.front().key) +
+                       " (" + describe(manifest.info(0)) + ")");
     }
-    manifest.shards.push_back({key, info.rows(), bytes.size()});
+    manifest.shards.push_back({key, found.rows(), bytes.size()});
   }
   return manifest;
 }
 
-/// How `ShardedArrays` reads the `.npy` shards of `manifest` from `store` (construct it with
-/// `manifest.keys()`): a shard's header comes from the manifest (opening reads nothing), and
-/// its object is read whole through the store when the cache needs it (on the cache's I/O
-/// threads, ahead of the epoch's order), then checked against the manifest (size, dtype, shape)
-/// before use. A failed transfer is the store's `DataError`, naming the shard.
-inline ArrayFileFormat stored_npy_format(std::shared_ptr<const storage::ByteStore> store,
-                                         const ArrayManifest& manifest) {
+/// Makes the array of a fetched object: its bytes (which the shard may keep) and its key.
+using StoredArrayReader = std::function<ArrayShard(std::shared_ptr<const std::vector<std::byte>>,
+                                                   const std::filesystem::path&)>;
+
+/// What every `ArrayFileFormat` over a store shares: a shard's header comes from `manifest`
+/// (opening reads nothing); its object is read whole through `store` when the cache needs it,
+/// its size checked against the manifest, made an array by `read`, and that array's type and
+/// shape checked against the manifest; `prepare` and `plan` tell the store what the reader
+/// reads. `kind` ("npy") names the objects in errors.
+inline ArrayFileFormat stored_array_format(std::shared_ptr<const storage::ByteStore> store,
+                                           const ArrayManifest& manifest, std::string kind,
+                                           StoredArrayReader read) {
   auto index = std::make_shared<std::map<std::string, std::size_t, std::less<>>>();
   for (std::size_t k = 0; k < manifest.shards.size(); ++k) {
     (*index)[manifest.shards[k].key] = k;
@@ -138,30 +142,29 @@ inline ArrayFileFormat stored_npy_format(std::shared_ptr<const storage::ByteStor
   return {.info = [shared, shard_of](
                       const std::filesystem::path& key) { return shared->info(shard_of(key)); },
           .load =
-              [store, shared, shard_of](const std::filesystem::path& path) {
+              [store, shared, shard_of, kind,
+               read = std::move(read)](const std::filesystem::path& path) {
                 const std::size_t k = shard_of(path);
                 const std::string key = path.generic_string();
-                auto bytes = std::make_shared<std::vector<std::byte>>(
+                auto bytes = std::make_shared<const std::vector<std::byte>>(
                     store->read(key, storage::FetchContext{.shard = k}));
                 if (bytes->size() != shared->shards[k].bytes) {
-                  throw InputError("stoke: npy object " + store->describe(key) + " has " +
+                  throw InputError("stoke: " + kind + " object " + store->describe(key) + " has " +
                                    std::to_string(bytes->size()) + " bytes; the manifest says " +
                                    std::to_string(shared->shards[k].bytes));
                 }
-                detail::NpyLayout layout = detail::stored_npy_layout(*bytes, *store, key);
-                if (layout.info != shared->info(k)) {
-                  throw InputError("stoke: npy object " + store->describe(key) + " holds " +
-                                   describe(layout.info) + "; the manifest says " +
+                ArrayShard shard = read(std::move(bytes), path);
+                if (shard.info() != shared->info(k)) {
+                  throw InputError("stoke: " + kind + " object " + store->describe(key) +
+                                   " holds " + describe(shard.info()) + "; the manifest says " +
                                    describe(shared->info(k)));
                 }
-                const auto data = std::span<const std::byte>(*bytes).subspan(layout.data_offset,
-                                                                             layout.data_size);
-                return ArrayShard(path, std::move(layout.info), data, std::move(bytes));
+                return shard;
               },
           .prepare =
-              [store, shared](std::size_t window) {
+              [store, shared, kind](std::size_t window) {
                 store->prepare_reads(stored_objects(shared->shards), window,
-                                     "the npy shards of " + store->describe(""));
+                                     "the " + kind + " shards of " + store->describe(""));
               },
           .plan =
               [store](const std::vector<std::filesystem::path>& order) {
@@ -169,6 +172,37 @@ inline ArrayFileFormat stored_npy_format(std::shared_ptr<const storage::ByteStor
                 for (const auto& path : order) keys.push_back(path.generic_string());
                 store->plan_reads(keys);
               }};
+}
+
+}  // namespace detail
+
+/// The manifest of the `.npy` objects `keys` of `store`, in this order, from their bytes (for
+/// writing one once; a dataset opened with it then reads nothing at open). Throws `InputError`
+/// naming the object when one is not a valid `.npy` array, or holds another type or row shape
+/// than the first.
+inline ArrayManifest make_npy_manifest(const storage::ByteStore& store,
+                                       const std::vector<std::string>& keys) {
+  return detail::make_array_manifest(store, keys, "npy",
+                                     [&](std::span<const std::byte> bytes, const std::string& key) {
+                                       return detail::stored_npy_layout(bytes, store, key).info;
+                                     });
+}
+
+/// How `ShardedArrays` reads the `.npy` shards of `manifest` from `store` (construct it with
+/// `manifest.keys()`): a shard's header comes from the manifest (opening reads nothing), and
+/// its object is read whole through the store when the cache needs it (on the cache's I/O
+/// threads, ahead of the epoch's order), then checked against the manifest (size, dtype, shape)
+/// before use. A failed transfer is the store's `DataError`, naming the shard.
+inline ArrayFileFormat stored_npy_format(std::shared_ptr<const storage::ByteStore> store,
+                                         const ArrayManifest& manifest) {
+  auto read = [store](std::shared_ptr<const std::vector<std::byte>> bytes,
+                      const std::filesystem::path& path) {
+    detail::NpyLayout layout = detail::stored_npy_layout(*bytes, *store, path.generic_string());
+    const auto data =
+        std::span<const std::byte>(*bytes).subspan(layout.data_offset, layout.data_size);
+    return ArrayShard(path, std::move(layout.info), data, std::move(bytes));
+  };
+  return detail::stored_array_format(std::move(store), manifest, "npy", std::move(read));
 }
 
 }  // namespace stoke

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -56,6 +57,14 @@ inline std::vector<storage::ObjectInfo> stored_objects(const std::vector<StoredS
   std::vector<storage::ObjectInfo> objects;
   for (const StoredShard& shard : shards) objects.push_back({shard.key, shard.bytes, ""});
   return objects;
+}
+
+/// The keys of `shards`, in order, as the paths `ShardedArrays` takes.
+inline std::vector<std::filesystem::path> stored_shard_keys(
+    const std::vector<StoredShard>& shards) {
+  std::vector<std::filesystem::path> keys;
+  for (const StoredShard& shard : shards) keys.emplace_back(shard.key);
+  return keys;
 }
 
 /// Where each shard's rows begin when they are laid end to end, and their total.
