@@ -6,6 +6,8 @@ import os
 import pathlib
 import subprocess
 import sys
+import urllib.parse
+import urllib.request
 
 import numpy as np
 import pytest
@@ -47,3 +49,19 @@ def servers(tmp_path_factory):
         os.environ.clear()
         os.environ.update(saved)
         subprocess.run([sys.executable, str(script), "stop", str(root)], timeout=60)
+
+
+@pytest.fixture(scope="session")
+def put(servers):
+    """``put(key, payload)``: writes ``payload`` as ``key`` under the servers' data folder (read by
+    ``file://`` and HTTP) and puts it into the S3 bucket; returns the file's path."""
+    def put_object(key, payload):
+        path = pathlib.Path(servers["data"]) / key
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(payload)
+        url = f"{servers['filer']}/buckets/{servers['bucket']}/{urllib.parse.quote(key)}"
+        urllib.request.urlopen(urllib.request.Request(url, data=payload, method="PUT"),
+                               timeout=30).close()
+        return path
+
+    return put_object

@@ -9,8 +9,6 @@ import io
 import json
 import pathlib
 import tarfile
-import urllib.parse
-import urllib.request
 
 import numpy as np
 import pytest
@@ -43,25 +41,13 @@ def tar_bytes(first, count):
     return out.getvalue()
 
 
-def put(servers, key, payload):
-    """Writes `payload` as `key` under the servers' data folder (read by file:// and HTTP) and
-    puts it into the S3 bucket."""
-    path = pathlib.Path(servers["data"]) / key
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_bytes(payload)
-    url = f"{servers['filer']}/buckets/{servers['bucket']}/{urllib.parse.quote(key)}"
-    urllib.request.urlopen(urllib.request.Request(url, data=payload, method="PUT"),
-                           timeout=30).close()
-    return path
-
-
 @pytest.fixture(scope="module")
-def tars(servers):
+def tars(servers, put):
     """Three tar shards under `pytar/` of the bucket (and the data folder): their keys."""
     keys, first = [], 0
     for k, count in enumerate(COUNTS):
         keys.append(f"pytar/shard-{k}.tar")
-        put(servers, keys[-1], tar_bytes(first, count))
+        put(keys[-1], tar_bytes(first, count))
         first += count
     return keys
 
@@ -133,9 +119,9 @@ def test_a_manifest_opens_without_a_read_and_a_node_cache_fetches_each_shard_onc
     assert (fetches, fetched) == (len(tars), total)
 
 
-def test_a_damaged_shard_is_refused_naming_its_url_and_the_offset(servers, tars):
+def test_a_damaged_shard_is_refused_naming_its_url_and_the_offset(servers, tars, put):
     whole = tar_bytes(100, 4)
-    put(servers, "pytar-bad/shard-0.tar", whole[:len(whole) // 2 + 100])
+    put("pytar-bad/shard-0.tar", whole[:len(whole) // 2 + 100])
     with pytest.raises(sl.InputError, match=r"s3://stoke/pytar-bad/shard-0\.tar.*offset \d+"):
         sl.tar_shards("s3://stoke/pytar-bad/", 4)
 

@@ -1,11 +1,11 @@
 #pragma once
 /// @file
 /// Sequences in `stoke_loader` (#37): `SequenceLoader`, stoke's `MultiThreadLoader` over a
-/// `TokenSource` with a `PlannedBatcher` (padded, packed by concatenate-then-split, first-fit
-/// or best-fit, or bucketed under a token budget; of one source or of a mixture of several), and
-/// its batches, whose columns (tokens, positions, segment ids, `cu_seqlens`, loss mask, mask,
-/// documents) are arrays over the batch's memory (DLPack producers). `bind_sequences` adds them to
-/// the module.
+/// `TokenSource` (token stores read in place or through a byte store) with a `PlannedBatcher`
+/// (padded, packed by concatenate-then-split, first-fit or best-fit, or bucketed under a token
+/// budget; of one source or of a mixture of several), and its batches, whose columns (tokens,
+/// positions, segment ids, `cu_seqlens`, loss mask, mask, documents) are arrays over the batch's
+/// memory (DLPack producers). `bind_sequences` adds them to the module.
 
 #include <algorithm>
 #include <chrono>
@@ -41,6 +41,7 @@
 #include "plan_of.hpp"
 #include "python_loader.hpp"
 #include "sequence_planners.hpp"
+#include "stored_token_stores.hpp"
 #include "token_source.hpp"
 
 namespace stoke_python {
@@ -125,7 +126,8 @@ class PySequenceLoader : public PyLoaderOf<PySequenceLoader, SequenceLoader, PyS
   using PyLoaderOf::PyLoaderOf;
 
   /// A loader of `planner`'s batches of `source`, `pad_id` in padding slots; `remainder`
-  /// ("pad" or "drop") evens out shares.
+  /// ("pad" or "drop") evens out shares. Stores of `source` read through a byte store begin
+  /// fetching their `.bin` objects ahead (`TokenSource::read_ahead`).
   PySequenceLoader(const TokenSource& source, AnyPlanner planner, std::int32_t pad_id,
                    std::size_t num_workers, std::size_t queue_depth, const std::string& remainder,
                    double batch_timeout, std::size_t max_held)
@@ -144,6 +146,7 @@ class PySequenceLoader : public PyLoaderOf<PySequenceLoader, SequenceLoader, PyS
       const auto ms = static_cast<std::int64_t>(batch_timeout * 1000.0 + 0.5);
       options.batch_timeout = std::chrono::milliseconds(ms < 1 ? 1 : ms);
     }
+    source.read_ahead();
     emplace_loader(source, stoke::PlannedBatcher<AnyPlanner>(std::move(planner), pad_id), options);
   }
 };
@@ -162,15 +165,19 @@ inline AnyPlanner make_planner(const TokenSource& source, const std::string& kin
 
 /// Adds `TokenSource`, `SequenceBatch`, `SequenceEpoch` and `SequenceLoader` to `m`.
 inline void bind_sequences(nb::module_& m) {
-  nb::class_<TokenSource>(m, "TokenSource", "Token stores read in place, as one source.")
+  nb::class_<TokenSource>(m, "TokenSource",
+                          "Token stores read in place or through a byte store, as one source.")
       .def(
           "__init__",
-          [](TokenSource* self, const std::vector<std::string>& prefixes) {
+          [](TokenSource* self, const std::vector<std::string>& prefixes, std::size_t resident,
+             std::size_t io_threads) {
             std::vector<std::filesystem::path> paths(prefixes.begin(), prefixes.end());
-            new (self) TokenSource(std::move(paths));
+            new (self)
+                TokenSource(std::move(paths), {.resident = resident, .io_threads = io_threads});
           },
-          nb::arg("prefixes"))
+          nb::arg("prefixes"), nb::arg("resident") = 2, nb::arg("io_threads") = 1)
       .def("__len__", &TokenSource::size)
+      .def_prop_ro("prefixes", &TokenSource::names)
       .def_prop_ro("token_count", &TokenSource::token_count)
       .def_prop_ro("store_count", &TokenSource::store_count)
       .def_prop_ro("dtype", &TokenSource::dtype)
@@ -218,6 +225,9 @@ inline void bind_sequences(nb::module_& m) {
         nb::arg("sequence_length"), nb::arg("rows"), nb::arg("shifted"), nb::arg("window"),
         nb::arg("shuffle"), nb::arg("seed"), nb::arg("budget"), nb::arg("attention_cost"),
         nb::arg("multiple"), nb::arg("buckets"), nb::arg("split_oversize"));
+  m.def("stored_token_source", &stored_token_source, nb::arg("urls"), nb::arg("resident"),
+        nb::arg("io_threads"), nb::arg("cache"), nb::arg("cache_bytes"),
+        "The token stores that URLs name, read through stoke's byte stores.");
   m.def(
       "concat_token_sources",
       [](std::vector<TokenSource> parts) { return TokenSource(std::move(parts)); },

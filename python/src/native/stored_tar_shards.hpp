@@ -15,7 +15,7 @@
 #include <stoke/images/stored_tar_shards.hpp>
 #include <stoke/images/tar_shards.hpp>
 
-#include "stored_shards.hpp"
+#include "stored_objects.hpp"
 
 namespace stoke_python {
 

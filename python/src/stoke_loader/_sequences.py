@@ -1,6 +1,7 @@
 """Sequences (#37): token stores read in place, and loaders that pad, pack or bucket them.
 
-A token store is Megatron-LM's indexed dataset (``<prefix>.bin`` + ``<prefix>.idx``); its
+A token store is Megatron-LM's indexed dataset (``<prefix>.bin`` + ``<prefix>.idx``), read in
+place or, named by URLs (``s3://``, ``http(s)://``, ``file://``), through stoke's byte stores; its
 sequences (one per document, as :func:`write_texts` writes them) are batched by a plan that
 is a pure function of (seed, epoch, lengths, sizes), run by stoke's own multithread loader:
 
@@ -26,8 +27,8 @@ from __future__ import annotations
 import os
 from typing import Optional, Sequence, Union
 
-from . import DEFAULT_MAX_HELD_BATCHES, SequenceLoader, _native  # defined before this loads
-from ._native import SequenceBatch
+from . import DEFAULT_MAX_HELD_BATCHES, SequenceLoader, _native, _stored  # defined before this
+from ._native import SequenceBatch, UsageError
 
 _PathLike = Union[str, "os.PathLike[str]"]
 # Plan windows: batches per window (concat, pad) or sequences per window (fit, bucket).
@@ -50,14 +51,27 @@ def _prefixes(paths: Union[_PathLike, Sequence[_PathLike]]) -> list[str]:
 
 
 class TokenStore:
-    """Token stores read in place, as one source of sequences: a prefix (``corpus`` names
+    """Token stores as one source of sequences, read in place: a prefix (``corpus`` names
     ``corpus.bin`` and ``corpus.idx``), a list of prefixes (shards, in order) or a directory
-    of stores. Integer tokens of at most 32 bits (uint16 for GPT-2's vocabulary); a missing or
-    corrupt file raises :class:`InputError` naming it and the byte offset."""
+    of stores; or through stoke's byte stores, named by URLs (see :func:`token_store`).
+    Integer tokens of at most 32 bits (uint16 for GPT-2's vocabulary); a missing or corrupt
+    file or object raises :class:`InputError` naming it and the byte offset."""
 
-    def __init__(self, paths: Union[_PathLike, Sequence[_PathLike]]):
+    def __init__(self, paths: Union[_PathLike, Sequence[_PathLike]], *,
+                 cache: Optional[_PathLike] = None, cache_bytes: Optional[int] = None,
+                 resident: Optional[int] = None, io_threads: int = 1):
+        if _stored.is_url(paths):
+            urls = _stored.checked_urls(paths, cache, cache_bytes, "token_store()")
+            self._native = _native.stored_token_source(
+                urls, int(resident or 0), int(io_threads),
+                os.fspath(cache) if cache is not None else "", int(cache_bytes or 0))
+            self.prefixes = list(self._native.prefixes)
+            return
+        if cache is not None:
+            raise UsageError("stoke_loader: token_store() reads local files in place: cache "
+                             "and cache_bytes apply to URLs (s3://, http(s)://, file://)")
         self.prefixes = _prefixes(paths)
-        self._native = _native.TokenSource(self.prefixes)
+        self._native = _native.TokenSource(self.prefixes, int(resident or 2), int(io_threads))
 
     def __len__(self) -> int:
         """Sequences of all stores."""
@@ -90,9 +104,32 @@ class TokenStore:
                 f"tokens={self.token_count}, dtype={self.dtype})")
 
 
-def token_store(paths: Union[_PathLike, Sequence[_PathLike]]) -> TokenStore:
-    """The :class:`TokenStore` of ``paths`` (a prefix, prefixes, or a directory)."""
-    return TokenStore(paths)
+def token_store(paths: Union[_PathLike, Sequence[_PathLike]], *,
+                cache: Optional[_PathLike] = None, cache_bytes: Optional[int] = None,
+                resident: Optional[int] = None, io_threads: int = 1) -> TokenStore:
+    """The :class:`TokenStore` of ``paths``: a prefix, prefixes, or a directory, each store's
+    ``.bin`` file mapped when it is read (``resident`` of them at once, default 2).
+
+    URLs: ``paths`` may instead be a URL of token stores, or a list of them, in one store, as
+    :func:`shards` takes them: ``s3://bucket/corpus/`` or ``s3://bucket/corpus/part-*.idx``
+    (a prefix ending in ``/`` or a glob: the stores of every ``.idx`` key it lists, in order of
+    name), ``s3://bucket/corpus/part-000`` (one store: its ``.idx`` and ``.bin``; naming
+    either is the same), ``http(s)://host/corpus/part-000`` (name each store) or
+    ``file:///data/corpus/``. They are read by stoke's ``StoredTokenStore``, with the same
+    sequences in the same order as the same files read locally, and go wherever a local token
+    store does (:func:`padded`, :func:`packed`, :func:`bucketed`, :func:`mixture`). Opening
+    reads every index (small) and checks it; each ``.bin`` object is fetched whole, once a
+    loader is made over the stores, by ``io_threads`` threads in the order of the stores.
+    ``resident``: the ``.bin`` objects kept in memory (default: all of them; a plan reads the
+    documents of every store in an order across them, so a store let go is fetched again when
+    a later document needs it). ``cache`` and ``cache_bytes``: a node cache in that folder,
+    bounded, shared by every process of the node (each object fetched once per node).
+    Credentials come from the standard AWS variables and files. A missing object raises
+    :class:`InputError` naming its URL; a corrupt index, or one of another token type, names
+    its URL and the byte offset; a build without libcurl raises :class:`NotBuiltError` for
+    ``http(s)://`` and ``s3://``."""
+    return TokenStore(paths, cache=cache, cache_bytes=cache_bytes, resident=resident,
+                      io_threads=io_threads)
 
 
 class Mixture:
