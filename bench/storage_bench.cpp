@@ -17,6 +17,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -34,6 +35,7 @@
 #include "npy_members.hpp"
 #include "pad_tokens.hpp"
 #include "stack_rows.hpp"
+#include "timed_store.hpp"
 
 namespace {
 
@@ -47,6 +49,8 @@ struct Flags {
   std::size_t workers = 2;
   std::size_t resident = 4;
   std::size_t io_threads = 2;
+  std::filesystem::path timeline_json;  // where to write the read-ahead's timeline (if set)
+  double step_ms = 40;                  // the timeline's stand-in training step per batch
 };
 
 /// What one run of a loader over the shards gave.
@@ -284,6 +288,71 @@ void target(const char* what, double value, double goal, bool at_least, const ch
   std::printf("\n");
 }
 
+/// One epoch of the `.npy` shards from `endpoint` through a `TimedStore`, the consumer taking
+/// `step_ms` (a sleep, for a training step) with each batch: every read ([shard, begin, end])
+/// and every batch ([asked, got]: the consumer asked for it, and got it), in ms from opening
+/// the dataset.
+nlohmann::json timeline_run(const Bench& bench, const std::string& endpoint, double step_ms) {
+  const auto store = std::make_shared<stoke_bench::TimedStore>(bench.s3(endpoint));
+  const auto keys = bench.manifest.keys();
+  const stoke::ShardedArrays<float> data(
+      keys, stoke::stored_npy_format(store, bench.manifest),
+      {.resident = bench.flags.resident, .io_threads = bench.flags.io_threads});
+  auto loader = stoke_bench::stacked_loader<stoke_bench::StackRows>(data, bench.flags.batch,
+                                                                    bench.flags.workers);
+  nlohmann::json batches = nlohmann::json::array();
+  auto asked = store->start();
+  for (const auto& batch : loader.iter()) {
+    batches.push_back({store->ms(asked), store->ms(Clock::now())});
+    (void)batch;
+    std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(step_ms));
+    asked = Clock::now();
+  }
+  nlohmann::json reads = nlohmann::json::array();
+  for (const stoke_bench::TimedRead& read : store->reads()) {
+    const auto shard = std::ranges::find(keys, std::filesystem::path(read.key)) - keys.begin();
+    reads.push_back({shard, read.begin_ms, read.end_ms});
+  }
+  return {{"endpoint", endpoint}, {"step_ms", step_ms}, {"reads", reads}, {"batches", batches}};
+}
+
+/// The read-ahead's timeline over the limited link (see `timeline_run`), with a consumer slower
+/// than the link (`flags.step_ms` a batch) and with one that takes no time, as JSON at `path`
+/// (drawn by book/figures/storage.py).
+void write_timeline(const Bench& bench, const std::filesystem::path& path) {
+  const double link = bench.servers.at("limited_s3_bytes_per_second").get<double>();
+  const nlohmann::json timeline = {
+      {"link_gbit", link * 8 / 1e9},
+      {"shards", bench.manifest.shards.size()},
+      {"shard_mib", static_cast<double>(bench.shard_bytes) / 1048576.0 /
+                        static_cast<double>(bench.manifest.shards.size())},
+      {"batch", bench.flags.batch},
+      {"batches_per_shard", bench.manifest.shards.front().rows / bench.flags.batch},
+      {"resident", bench.flags.resident},
+      {"io_threads", bench.flags.io_threads},
+      {"workers", bench.flags.workers},
+      {"runs", nlohmann::json::array({timeline_run(bench, "limited_s3", bench.flags.step_ms),
+                                      timeline_run(bench, "limited_s3", 0)})}};
+  std::ofstream out(path);
+  out << timeline.dump(1) << "\n";
+  if (!out) throw stoke::InputError("storage_bench: cannot write " + path.string());
+  for (const nlohmann::json& run : timeline.at("runs")) {
+    const auto& batches = run.at("batches");
+    double waited = 0;
+    for (std::size_t b = 1; b < batches.size(); ++b) {
+      waited += batches[b][1].get<double>() - batches[b][0].get<double>();
+    }
+    const double step = run.at("step_ms").get<double>();
+    std::printf(
+        "timeline over the link, %s: first batch %.1f ms, the epoch's %zu batches in %.0f ms, "
+        "waited %.0f ms for the batches after the first\n",
+        step > 0 ? ("a " + std::to_string(static_cast<int>(step)) + " ms step a batch").c_str()
+                 : "no step",
+        batches.front()[1].get<double>(), batches.size(), batches.back()[1].get<double>() + step,
+        waited);
+  }
+}
+
 int run(const Flags& flags) {
   stoke::storage::register_remote_stores();
   const Bench bench = open_bench(flags);
@@ -396,6 +465,7 @@ int run(const Flags& flags) {
          tokens_cached.first_ratio, 1.05, false, "x");
   target("token stores: bytes fetched, an epoch the cache holds",
          static_cast<double>(tokens_cached.held_bytes), 0, false, " B");
+  if (!flags.timeline_json.empty()) write_timeline(bench, flags.timeline_json);
   return exact && same_order ? 0 : 1;
 }
 
@@ -411,6 +481,10 @@ int main(int argc, char** argv) {
   app.add_option("--workers", flags.workers, "loader workers")->capture_default_str();
   app.add_option("--resident", flags.resident, "shards in memory")->capture_default_str();
   app.add_option("--io-threads", flags.io_threads, "shard cache I/O threads")
+      ->capture_default_str();
+  app.add_option("--timeline-json", flags.timeline_json,
+                 "write the read-ahead's timeline over the link here (book/figures/storage.py)");
+  app.add_option("--step-ms", flags.step_ms, "the timeline's training step a batch")
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {

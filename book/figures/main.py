@@ -20,6 +20,7 @@ import pipeline
 import prefetch
 import sequences
 import split
+import storage
 import style
 from data import ROOT, DataError, relative
 
@@ -37,6 +38,7 @@ PICTURES: dict[str, Callable[[Path], Path]] = {
     "sequences_packed": sequences.packed_batch,
     "sequences_bucketed": sequences.bucketed_epoch,
     "sequences_mixture": sequences.mixture,
+    "storage_timeline": storage.readahead_timeline,
 }
 """Every picture, by name: the function that draws it into a folder and returns its path."""
 
