@@ -97,6 +97,20 @@ class ShardColumn final : public Column {
     set_rows(arrays_.size());
   }
 
+  /// The column `name` over `arrays` whose rows are read as rows of `row_shape` elements of
+  /// `dtype` (fixed-size records: rows of bytes, `T` being `std::uint8_t`). Throws `UsageError`
+  /// when such a row is not as many bytes as a row of `arrays`.
+  ShardColumn(std::string name, nb::dlpack::dtype dtype, std::vector<std::size_t> row_shape,
+              stoke::ShardedArrays<T> arrays)
+      : Column(std::move(name), dtype, std::move(row_shape)), arrays_(std::move(arrays)) {
+    if (row_bytes() != arrays_.info().row_bytes()) {
+      throw stoke::UsageError("stoke_loader: column '" + this->name() + "' has rows of " +
+                              std::to_string(row_bytes()) + " bytes, its shards rows of " +
+                              std::to_string(arrays_.info().row_bytes()));
+    }
+    set_rows(arrays_.size());
+  }
+
   void copy_rows(std::span<const std::size_t> indices, std::size_t /*first_row*/,
                  std::byte* out) const override {
     const std::size_t bytes = row_bytes();

@@ -1,8 +1,8 @@
 #pragma once
 /// @file
 /// The bindings of `stoke_loader`'s file sources: `.npy` and `.npz` files as arrays viewing the
-/// mapped file, shards of them (and of HDF5 files) as columns, HDF5 variables, image folders and
-/// WebDataset tar shards (local, or named by URLs).
+/// mapped file, shards of them (and of HDF5 files) as columns, record files named by URLs, HDF5
+/// variables, image folders and WebDataset tar shards (local, or named by URLs).
 
 #include <array>
 #include <cstddef>
@@ -166,9 +166,24 @@ inline void bind_sources(nb::module_& m) {
       nb::arg("name"), nb::arg("files"), nb::arg("kind"), nb::arg("member"), nb::arg("inflate"),
       nb::arg("resident"), nb::arg("io_threads"));
   m.def("stored_shard_column", &stored_shard_column, nb::arg("name"), nb::arg("urls"),
-        nb::arg("manifest"), nb::arg("resident"), nb::arg("io_threads"), nb::arg("cache"),
-        nb::arg("cache_bytes"),
-        "The .npy shards that URLs name, through stoke's byte stores (and a node cache).");
+        nb::arg("manifest"), nb::arg("member"), nb::arg("resident"), nb::arg("io_threads"),
+        nb::arg("cache"), nb::arg("cache_bytes"),
+        "The .npy shards (or, with member, one array of the .npz shards) that URLs name, "
+        "through stoke's byte stores (and a node cache).");
+  m.def("stored_npz_members", &stored_npz_members, nb::arg("urls"), nb::arg("cache"),
+        nb::arg("cache_bytes"), "The names of the arrays of the first .npz object URLs name.");
+  m.def(
+      "stored_record_column",
+      [](std::string name, const std::vector<std::string>& urls, std::uint8_t code,
+         std::uint8_t bits, std::vector<std::size_t> shape, std::size_t resident,
+         std::size_t io_threads, const std::string& cache, std::uint64_t cache_bytes) {
+        return stored_record_column(std::move(name), urls, nb::dlpack::dtype{code, bits, 1},
+                                    std::move(shape), resident, io_threads, cache, cache_bytes);
+      },
+      nb::arg("name"), nb::arg("urls"), nb::arg("code"), nb::arg("bits"), nb::arg("shape"),
+      nb::arg("resident"), nb::arg("io_threads"), nb::arg("cache"), nb::arg("cache_bytes"),
+      "Fixed-size records of the objects URLs name, through stoke's byte stores (and a node "
+      "cache).");
   m.attr("has_remote_stores") = has_remote_stores;
   m.def(
       "files_matching",

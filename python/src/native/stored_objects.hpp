@@ -2,8 +2,8 @@
 /// @file
 /// Objects named by URLs for `stoke_loader`'s stored sources (`s3://`, `http(s)://`, `file://`,
 /// paths): the store they are in, read directly or through a node cache shared by the processes
-/// of a node, and the keys the URLs name. `.npy` shards, tar shards and token stores resolve
-/// their URLs here.
+/// of a node, and the keys the URLs name. `.npy` and `.npz` shards, record files, tar shards and
+/// token stores resolve their URLs here.
 
 #include <cstddef>
 #include <cstdint>
@@ -83,7 +83,7 @@ StoredObjects open_urls(const std::vector<std::string>& urls, KeysOf keys_of,
 /// The objects that `urls` name (each a glob, a prefix ending in `/`, or one object; all in one
 /// store), listed unless `manifest_url` names a manifest (then only the store of `urls[0]` is
 /// opened). With `cache_folder`, they are read through a node cache of `cache_bytes` there.
-/// `what` (`shards()`, `tar_shards()`) names the caller in errors.
+/// `what` (`shards()`, `records()`, `tar_shards()`) names the caller in errors.
 inline StoredObjects open_stored_objects(const std::vector<std::string>& urls,
                                          const std::string& manifest_url,
                                          const std::string& cache_folder, std::uint64_t cache_bytes,

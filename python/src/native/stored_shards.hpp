@@ -1,8 +1,8 @@
 #pragma once
 /// @file
-/// `.npy` shards named by URLs for `stoke_loader` (`s3://`, `http(s)://`, `file://`, paths):
-/// stoke's byte stores under `ShardedArrays`, optionally through a node cache (the URLs resolved
-/// by `stored_objects.hpp`).
+/// Shards named by URLs for `stoke_loader` (`s3://`, `http(s)://`, `file://`, paths): `.npy`
+/// shards, one array of `.npz` shards, and record files, read by stoke's byte stores under
+/// `ShardedArrays`, optionally through a node cache (the URLs resolved by `stored_objects.hpp`).
 
 #include <cstddef>
 #include <cstdint>
@@ -11,7 +11,10 @@
 #include <utility>
 #include <vector>
 
+#include <stoke/data/sources/npz.hpp>
 #include <stoke/data/sources/stored_arrays.hpp>
+#include <stoke/data/sources/stored_npz.hpp>
+#include <stoke/data/sources/stored_records.hpp>
 
 #include "array_files.hpp"
 #include "stored_objects.hpp"
@@ -19,25 +22,65 @@
 namespace stoke_python {
 
 /// The column `name` over the `.npy` objects that `urls` name (see `open_stored_objects`), or,
-/// with `manifest_url`, over the shards of that manifest (`ArrayManifest::to_json`) in the
+/// with `member`, over the array `member` of `.npz` objects; with `manifest_url`, over the
+/// shards of that manifest (`ArrayManifest::to_json`, of that array for `.npz` objects) in the
 /// store of `urls[0]`, opened without reading a shard. Without a manifest every shard is read
-/// once at open, to read its header. With `cache_folder`, objects are read through a node
-/// cache of `cache_bytes` there.
-inline std::shared_ptr<Column> stored_shard_column(std::string name,
-                                                   const std::vector<std::string>& urls,
-                                                   const std::string& manifest_url,
-                                                   std::size_t resident, std::size_t io_threads,
-                                                   const std::string& cache_folder,
-                                                   std::uint64_t cache_bytes) {
+/// once at open: a `.npy` shard for its header, a `.npz` one whole, its array checked
+/// (CRC-32 included). With `cache_folder`, objects are read through a node cache of
+/// `cache_bytes` there.
+inline std::shared_ptr<Column> stored_shard_column(
+    std::string name, const std::vector<std::string>& urls, const std::string& manifest_url,
+    const std::string& member, std::size_t resident, std::size_t io_threads,
+    const std::string& cache_folder, std::uint64_t cache_bytes) {
   const StoredObjects objects =
       open_stored_objects(urls, manifest_url, cache_folder, cache_bytes, "shards()");
   const stoke::ArrayManifest manifest =
-      manifest_url.empty()
-          ? stoke::make_npy_manifest(*objects.store, objects.keys)
-          : stoke::ArrayManifest::from_json(read_manifest(manifest_url, objects), manifest_url);
+      !manifest_url.empty()
+          ? stoke::ArrayManifest::from_json(read_manifest(manifest_url, objects), manifest_url)
+      : member.empty() ? stoke::make_npy_manifest(*objects.store, objects.keys)
+                       : stoke::make_npz_manifest(*objects.store, objects.keys, member);
   return make_shard_column(std::move(name), manifest.keys(),
-                           stoke::stored_npy_format(objects.store, manifest),
+                           member.empty()
+                               ? stoke::stored_npy_format(objects.store, manifest)
+                               : stoke::stored_npz_format(objects.store, manifest, member),
                            {.resident = resident, .io_threads = io_threads});
+}
+
+/// The names of the arrays of the first `.npz` object that `urls` name (read whole, through
+/// the node cache when `cache_folder` names one), as `npz_members` gives those of a file.
+inline std::vector<std::string> stored_npz_members(const std::vector<std::string>& urls,
+                                                   const std::string& cache_folder,
+                                                   std::uint64_t cache_bytes) {
+  const StoredObjects objects =
+      open_stored_objects(urls, "", cache_folder, cache_bytes, "shards()");
+  const std::string& key = objects.keys.front();
+  const std::vector<std::byte> bytes = objects.store->read(key);
+  return stoke::detail::npz_arrays(
+      stoke::detail::open_npz(bytes, nullptr, "npz object " + objects.store->describe(key)));
+}
+
+/// The column `name` of fixed-size records of `dtype` and `row_shape` over the record objects
+/// that `urls` name (see `open_stored_objects`), in order, their records following one another
+/// as `MmapRecordDataset` reads those of one file: opened from `make_record_manifest` (a `stat`
+/// of each object, which reads none of its bytes), each object fetched whole through
+/// `stored_records_format` when the epoch reaches it. With `cache_folder`, objects are read
+/// through a node cache of `cache_bytes` there.
+inline std::shared_ptr<Column> stored_record_column(
+    std::string name, const std::vector<std::string>& urls, nb::dlpack::dtype dtype,
+    std::vector<std::size_t> row_shape, std::size_t resident, std::size_t io_threads,
+    const std::string& cache_folder, std::uint64_t cache_bytes) {
+  const StoredObjects objects =
+      open_stored_objects(urls, "", cache_folder, cache_bytes, "records()");
+  std::size_t record_size = dtype.bits / 8;
+  for (const std::size_t extent : row_shape) record_size *= extent;
+  const std::vector<stoke::StoredShard> shards =
+      stoke::make_record_manifest(*objects.store, objects.keys, record_size);
+  stoke::ShardedArrays<std::uint8_t> records(
+      stoke::stored_shard_keys(shards),
+      stoke::stored_records_format(objects.store, shards, record_size),
+      {.resident = resident, .io_threads = io_threads});
+  return std::make_shared<ShardColumn<std::uint8_t>>(std::move(name), dtype, std::move(row_shape),
+                                                     std::move(records));
 }
 
 }  // namespace stoke_python

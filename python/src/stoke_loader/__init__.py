@@ -15,6 +15,8 @@ The distribution is called ``stoke-loader`` and imports as ``stoke_loader`` (the
 Sources: NumPy arrays, :func:`records`, :func:`npy` and :func:`npz` files read in place,
 :func:`shards` (directories or lists of ``.npy``/``.npz``/HDF5 files), :func:`hdf5` variables
 (HDF5, NetCDF-4), and :func:`image_folder` / :func:`tar_shards` decoded and augmented by stoke.
+:func:`shards`, :func:`records`, :func:`tar_shards` and :func:`token_store` also take URLs
+(``s3://``, ``http(s)://``, ``file://``), read through stoke's byte stores.
 
 What stoke guarantees, in Python as in C++:
 
@@ -140,17 +142,51 @@ class Records:
                 f"access={self.access!r})")
 
 
-def records(path: Union[str, _os.PathLike], dtype, shape: Sequence[int] = (), *,
-            access: str = "map") -> Records:
-    """A column of fixed-size records of ``dtype`` and ``shape`` read from the file ``path``.
+def records(source: Union[str, _os.PathLike, Sequence[str]], dtype, shape: Sequence[int] = (),
+            *, access: Optional[str] = None, cache: Optional[Union[str, _os.PathLike]] = None,
+            cache_bytes: Optional[int] = None, resident: Optional[int] = None,
+            io_threads: int = 1) -> Union[Records, StoredColumn]:
+    """A column of fixed-size records of ``dtype`` and ``shape`` read from the file ``source``.
 
     The file holds ``n * itemsize * prod(shape)`` bytes and no header (for a ``.npy`` file,
     pass ``numpy.load(path, mmap_mode="r")`` to the loader instead: a memory-mapped array is
-    read in place too)."""
-    return Records(path, dtype, shape, access)
+    read in place too). ``access``: ``"map"`` (the default) or ``"read"`` (see
+    :class:`Records`).
+
+    URLs: ``source`` may instead be a URL of record objects, or a list of them, in one store:
+    ``s3://bucket/train/*.bin`` (a glob, a prefix ending in ``/``, or one object),
+    ``http(s)://host/path/a.bin`` (HTTP has no listing: name each object) or
+    ``file:///data/a.bin``. Their records follow one another, in the order of the URLs (a
+    listing's objects sorted by key), as those of the same files read locally one after
+    another. The result is a :class:`StoredColumn` read by stoke's ``ShardedArrays`` through
+    the store, each object a shard: opening asks the store for each object's size (a stat,
+    which reads none of it), and an object is fetched whole when the epoch reaches it.
+    ``resident`` (default 2) objects stay in memory and ``io_threads`` fetch the epoch's next
+    ones ahead; ``cache`` and ``cache_bytes`` read through a node cache, as for
+    :func:`shards`. An object whose size is not a whole number of records raises
+    :class:`InputError` naming its URL and the sizes; ``http(s)://`` and ``s3://`` URLs raise
+    :class:`NotBuiltError` in a build without libcurl."""
+    from . import _stored
+
+    if _stored.is_url(source):
+        if access is not None:
+            raise UsageError("stoke_loader: records() of URLs fetches each object whole: access "
+                             "does not apply")
+        code, bits = _check_dtype("x", dtype)
+        shape = tuple(int(d) for d in shape)
+        if any(d < 0 for d in shape):
+            raise ValueError(f"stoke_loader: record shape {shape} has a negative extent")
+        return _stored.stored_records(source, code, bits, shape, cache=cache,
+                                      cache_bytes=cache_bytes, resident=resident,
+                                      io_threads=io_threads)
+    if cache is not None or cache_bytes is not None or resident is not None or io_threads != 1:
+        raise UsageError("stoke_loader: records() reads a local file in place: resident, "
+                         "io_threads, cache and cache_bytes apply to URLs (s3://, http(s)://, "
+                         "file://)")
+    return Records(source, dtype, shape, access or "map")
 
 
-Column = Union[_np.ndarray, Records, ShardedColumn, Hdf5Column]
+Column = Union[_np.ndarray, Records, ShardedColumn, StoredColumn, Hdf5Column]
 
 #: The default bound on batches the consumer holds (``Loader(max_held_batches=...)``).
 DEFAULT_MAX_HELD_BATCHES = 16

@@ -125,7 +125,8 @@ def shards(source: Union[PathLike, Iterable[PathLike]], *, pattern: Optional[str
            resident: Optional[int] = None, io_threads: int = 1,
            manifest: Optional[str] = None, cache: Optional[PathLike] = None,
            cache_bytes: Optional[int] = None,
-           ) -> Union[ShardedColumn, "StoredColumn", dict[str, ShardedColumn]]:
+           ) -> Union[ShardedColumn, "StoredColumn", dict[str, ShardedColumn],
+                      dict[str, "StoredColumn"]]:
     """Many array files as one dataset: ``source`` is a directory (its files matching
     ``pattern``, sorted by name; by default its ``*.npy`` or its ``*.npz`` files) or a list of
     files, in order. Every file holds the same dtype and row shape; their rows follow one
@@ -145,22 +146,31 @@ def shards(source: Union[PathLike, Iterable[PathLike]], *, pattern: Optional[str
     threads reading the epoch's next shards ahead. A file that cannot be read, is corrupt, or
     holds another dtype or row shape than the first raises :class:`InputError` naming it.
 
-    URLs: ``source`` may instead be a URL of ``.npy`` shards, or a list of them, in one store:
-    ``s3://bucket/train/*.npy`` (a glob, a prefix ending in ``/``, or one object),
+    URLs: ``source`` may instead be a URL of ``.npy`` or ``.npz`` shards, or a list of them, in
+    one store: ``s3://bucket/train/*.npy`` (a glob, a prefix ending in ``/``, or one object),
     ``http(s)://host/path/a.npy`` (HTTP has no listing: name each object) or
-    ``file:///data/a.npy``. ``manifest``: the URL of their manifest (stoke's
-    ``ArrayManifest::to_json``), so that opening reads no shard; without it each shard is read
-    once at open for its header. ``cache`` and ``cache_bytes``: a folder of the node's disk and
-    its byte bound, a node cache that every process of the node shares (each shard fetched once
-    per node). Credentials come from the standard AWS variables and files.
+    ``file:///data/a.npy``. They are ``.npz`` shards when they end in ``.npz`` (a glob such as
+    ``*.npz``, or objects) or when ``member`` names an array; then, as for ``.npz`` files, the
+    result is a dict of one :class:`StoredColumn` per array (the first object's, or only
+    ``member``), the same rows as the same files read locally. A fetched ``.npz`` object is in
+    memory: a stored member is viewed in place in it, a compressed one inflated (``inflate``
+    does not matter), and the CRC-32 of both is checked. ``manifest``: the URL of their
+    manifest (stoke's ``ArrayManifest::to_json``; for ``.npz`` shards, of the array
+    ``member`` names), so that opening reads no shard; without it each ``.npy`` shard is read
+    once at open for its header, and each ``.npz`` shard whole, for each array, to check it.
+    ``cache`` and ``cache_bytes``: a folder of the node's disk and its byte bound, a node cache
+    that every process of the node shares (each shard fetched once per node). Credentials come
+    from the standard AWS variables and files. A damaged shard (a ``.npz`` object with a wrong
+    CRC-32, a shard unlike the manifest) raises :class:`InputError` naming its URL at open, or,
+    opened from a manifest, fails the batch that reads it (:class:`DataError`, naming it).
     """
     from . import _stored  # URLs: stoke's byte stores (its module imports this one)
 
     if _stored.is_url(source):
-        if pattern is not None or member is not None or variable is not None or inflate:
-            raise UsageError("stoke_loader: shards() of URLs reads .npy shards: pattern, "
-                             "member, variable and inflate do not apply")
-        return _stored.stored_shards(source, manifest=manifest, cache=cache,
+        if pattern is not None or variable is not None:
+            raise UsageError("stoke_loader: shards() of URLs reads .npy and .npz shards, named "
+                             "by the URLs: pattern and variable do not apply")
+        return _stored.stored_shards(source, member=member, manifest=manifest, cache=cache,
                                      cache_bytes=cache_bytes, resident=resident,
                                      io_threads=io_threads)
     files = _list_files(source, pattern)

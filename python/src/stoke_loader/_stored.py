@@ -1,12 +1,12 @@
-"""Shards named by URLs (``s3://``, ``http(s)://``, ``file://``) for :func:`stoke_loader.shards`:
-stoke's byte stores under the shard cache, optionally through a node cache shared by the
-processes of a node."""
+"""Shards named by URLs (``s3://``, ``http(s)://``, ``file://``) for :func:`stoke_loader.shards`
+and :func:`stoke_loader.records`: stoke's byte stores under the shard cache, optionally through
+a node cache shared by the processes of a node."""
 
 from __future__ import annotations
 
 import os
 import re
-from typing import Iterable, Optional, Union
+from typing import Callable, Iterable, Optional, Sequence, Union
 
 from . import _native
 from ._native import UsageError
@@ -14,6 +14,8 @@ from ._sources import NotBuiltError, _NativeColumnSource
 
 _URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*://")  # a scheme: s3, http(s), file, or another
 _REMOTE = ("s3://", "http://", "https://")
+
+PathLike = Union[str, "os.PathLike[str]"]
 
 
 def is_url(source: object) -> bool:
@@ -25,22 +27,24 @@ def is_url(source: object) -> bool:
 
 
 class StoredColumn(_NativeColumnSource):
-    """One column over ``.npy`` shards in a byte store, read by stoke's ``ShardedArrays``
-    through the store (and a node cache when ``cache`` is given). Made by
-    :func:`stoke_loader.shards` for URLs; pass it to :class:`Loader` as a column."""
+    """One column over objects in a byte store, read by stoke's ``ShardedArrays`` through the
+    store (and a node cache when ``cache`` is given): ``.npy`` shards, one array of ``.npz``
+    shards, or record files (``kind``: ``"npy"``, ``"npz"``, ``"records"``). Made by
+    :func:`stoke_loader.shards` and :func:`stoke_loader.records` for URLs; pass it to
+    :class:`Loader` as a column."""
 
-    def __init__(self, urls: list[str], manifest: str, resident: int, io_threads: int,
-                 cache: str, cache_bytes: int, name: str):
+    def __init__(self, urls: list[str], kind: str, make: Callable[[str], object], name: str):
         self.urls = urls
-        self._args = (urls, manifest, int(resident), int(io_threads), cache, int(cache_bytes))
-        self._native = _native.stored_shard_column(name, *self._args)
+        self.kind = kind
+        self._open = make
+        self._native = make(name)  # lists the URLs, reads the manifest (or the shards), checks
 
     def _make(self, name: str):
-        return _native.stored_shard_column(name, *self._args)
+        return self._open(name)
 
     def __repr__(self) -> str:
-        return (f"stoke_loader.StoredColumn({self.urls!r}, rows={self.rows}, "
-                f"row_shape={self.row_shape})")
+        return (f"stoke_loader.StoredColumn({self.urls!r}, kind={self.kind!r}, "
+                f"rows={self.rows}, row_shape={self.row_shape})")
 
 
 def checked_urls(source: Union[str, Iterable[str]], cache, cache_bytes: Optional[int],
@@ -63,11 +67,55 @@ def checked_urls(source: Union[str, Iterable[str]], cache, cache_bytes: Optional
     return urls
 
 
-def stored_shards(source: Union[str, Iterable[str]], *, manifest: Optional[str] = None,
-                  cache: Optional[Union[str, "os.PathLike[str]"]] = None,
+def _cache_args(cache: Optional[PathLike], cache_bytes: Optional[int]) -> tuple[str, int]:
+    return (os.fspath(cache) if cache is not None else "", int(cache_bytes or 0))
+
+
+def _npz_urls(urls: list[str], member: Optional[str]) -> bool:
+    """Whether ``urls`` name ``.npz`` shards: with ``member``, or when they end in ``.npz``
+    (objects, or a glob such as ``*.npz``); refuses URLs naming both kinds."""
+    suffixes = {u.lower().rsplit(".", 1)[-1] for u in urls} & {"npy", "npz"}
+    if len(suffixes) > 1:
+        raise UsageError("stoke_loader: shards() reads shards of one kind, not .npy and .npz")
+    return member is not None or suffixes == {"npz"}
+
+
+def stored_shards(source: Union[str, Iterable[str]], *, member: Optional[str] = None,
+                  manifest: Optional[str] = None, cache: Optional[PathLike] = None,
                   cache_bytes: Optional[int] = None, resident: Optional[int] = None,
-                  io_threads: int = 1) -> StoredColumn:
-    """``.npy`` shards named by URLs, as :func:`stoke_loader.shards` reads them (see there)."""
+                  io_threads: int = 1) -> Union[StoredColumn, dict[str, StoredColumn]]:
+    """``.npy`` or ``.npz`` shards named by URLs, as :func:`stoke_loader.shards` reads them
+    (see there): one column of ``.npy`` shards, or a dict of one column per array of ``.npz``
+    shards (``member``'s only)."""
     urls = checked_urls(source, cache, cache_bytes, "shards()")
-    return StoredColumn(urls, manifest or "", resident or 2, io_threads,
-                        os.fspath(cache) if cache is not None else "", cache_bytes or 0, "x")
+    stored = _cache_args(cache, cache_bytes)
+    args = (int(resident or 2), int(io_threads), *stored)
+
+    def column(array: str, name: str) -> StoredColumn:
+        def make(named: str):
+            return _native.stored_shard_column(named, urls, manifest or "", array, *args)
+
+        return StoredColumn(urls, "npz" if array else "npy", make, name)
+
+    if not _npz_urls(urls, member):
+        return column("", "x")
+    if member is None and manifest is not None:
+        raise UsageError("stoke_loader: a manifest of .npz shards describes one array: name it "
+                         "with member=")
+    names = [member] if member is not None else list(_native.stored_npz_members(urls, *stored))
+    if not names:
+        raise UsageError(f"stoke_loader: the npz object '{urls[0]}' holds no array")
+    return {name: column(name, name) for name in names}
+
+
+def stored_records(source: Union[str, Iterable[str]], code: int, bits: int,
+                   shape: Sequence[int], *, cache: Optional[PathLike] = None,
+                   cache_bytes: Optional[int] = None, resident: Optional[int] = None,
+                   io_threads: int = 1) -> StoredColumn:
+    """Record objects named by URLs, as :func:`stoke_loader.records` reads them (see there):
+    records of the DLPack type ``(code, bits)`` and ``shape``."""
+    urls = checked_urls(source, cache, cache_bytes, "records()")
+    args = (code, bits, list(shape), int(resident or 2), int(io_threads),
+            *_cache_args(cache, cache_bytes))
+    return StoredColumn(urls, "records",
+                        lambda name: _native.stored_record_column(name, urls, *args), "x")
