@@ -436,6 +436,7 @@ export namespace stoke {
 using stoke::ArrayManifest;
 using stoke::make_npy_manifest;
 using stoke::make_npz_manifest;
+using stoke::make_npz_manifests;
 using stoke::make_record_manifest;
 using stoke::stored_npy_format;
 using stoke::stored_npz_format;

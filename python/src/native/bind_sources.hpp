@@ -16,6 +16,7 @@
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/array.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -170,8 +171,10 @@ inline void bind_sources(nb::module_& m) {
         nb::arg("cache"), nb::arg("cache_bytes"),
         "The .npy shards (or, with member, one array of the .npz shards) that URLs name, "
         "through stoke's byte stores (and a node cache).");
-  m.def("stored_npz_members", &stored_npz_members, nb::arg("urls"), nb::arg("cache"),
-        nb::arg("cache_bytes"), "The names of the arrays of the first .npz object URLs name.");
+  m.def("stored_npz_columns", &stored_npz_columns, nb::arg("urls"), nb::arg("members"),
+        nb::arg("resident"), nb::arg("io_threads"), nb::arg("cache"), nb::arg("cache_bytes"),
+        "(array, column) pairs of the .npz shards that URLs name (all the arrays of the first "
+        "object when members is empty), each object read once for all of them.");
   m.def(
       "stored_record_column",
       [](std::string name, const std::vector<std::string>& urls, std::uint8_t code,

@@ -46,17 +46,33 @@ inline std::shared_ptr<Column> stored_shard_column(
                            {.resident = resident, .io_threads = io_threads});
 }
 
-/// The names of the arrays of the first `.npz` object that `urls` name (read whole, through
-/// the node cache when `cache_folder` names one), as `npz_members` gives those of a file.
-inline std::vector<std::string> stored_npz_members(const std::vector<std::string>& urls,
-                                                   const std::string& cache_folder,
-                                                   std::uint64_t cache_bytes) {
+/// The columns of the arrays `members` of the `.npz` objects that `urls` name (all the arrays
+/// of the first object when `members` is empty), each named by its array, as `stored_shard_column`
+/// makes one without a manifest, but with each object read whole once for all the arrays
+/// (`make_npz_manifests`). With `cache_folder`, objects are read through a node cache of
+/// `cache_bytes` there.
+inline std::vector<std::pair<std::string, std::shared_ptr<Column>>> stored_npz_columns(
+    const std::vector<std::string>& urls, std::vector<std::string> members, std::size_t resident,
+    std::size_t io_threads, const std::string& cache_folder, std::uint64_t cache_bytes) {
   const StoredObjects objects =
       open_stored_objects(urls, "", cache_folder, cache_bytes, "shards()");
-  const std::string& key = objects.keys.front();
-  const std::vector<std::byte> bytes = objects.store->read(key);
-  return stoke::detail::npz_arrays(
-      stoke::detail::open_npz(bytes, nullptr, "npz object " + objects.store->describe(key)));
+  if (members.empty() && !objects.keys.empty()) {
+    const std::string& key = objects.keys.front();
+    const std::vector<std::byte> bytes = objects.store->read(key);
+    members = stoke::detail::npz_arrays(
+        stoke::detail::open_npz(bytes, nullptr, "npz object " + objects.store->describe(key)));
+  }
+  const std::vector<stoke::ArrayManifest> manifests =
+      stoke::make_npz_manifests(*objects.store, objects.keys, members);
+  std::vector<std::pair<std::string, std::shared_ptr<Column>>> columns;
+  for (std::size_t a = 0; a < members.size(); ++a) {
+    columns.emplace_back(
+        members[a],
+        make_shard_column(members[a], manifests[a].keys(),
+                          stoke::stored_npz_format(objects.store, manifests[a], members[a]),
+                          {.resident = resident, .io_threads = io_threads}));
+  }
+  return columns;
 }
 
 /// The column `name` of fixed-size records of `dtype` and `row_shape` over the record objects

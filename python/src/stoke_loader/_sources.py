@@ -157,7 +157,7 @@ def shards(source: Union[PathLike, Iterable[PathLike]], *, pattern: Optional[str
     does not matter), and the CRC-32 of both is checked. ``manifest``: the URL of their
     manifest (stoke's ``ArrayManifest::to_json``; for ``.npz`` shards, of the array
     ``member`` names), so that opening reads no shard; without it each ``.npy`` shard is read
-    once at open for its header, and each ``.npz`` shard whole, for each array, to check it.
+    once at open for its header, and each ``.npz`` shard whole once, its arrays checked together.
     ``cache`` and ``cache_bytes``: a folder of the node's disk and its byte bound, a node cache
     that every process of the node shares (each shard fetched once per node). Credentials come
     from the standard AWS variables and files. A damaged shard (a ``.npz`` object with a wrong

@@ -33,11 +33,13 @@ class StoredColumn(_NativeColumnSource):
     :func:`stoke_loader.shards` and :func:`stoke_loader.records` for URLs; pass it to
     :class:`Loader` as a column."""
 
-    def __init__(self, urls: list[str], kind: str, make: Callable[[str], object], name: str):
+    def __init__(self, urls: list[str], kind: str, make: Callable[[str], object], name: str,
+                 native: object = None):
         self.urls = urls
         self.kind = kind
         self._open = make
-        self._native = make(name)  # lists the URLs, reads the manifest (or the shards), checks
+        # Lists the URLs, reads the manifest (or the shards), checks; unless made already.
+        self._native = make(name) if native is None else native
 
     def _make(self, name: str):
         return self._open(name)
@@ -91,21 +93,24 @@ def stored_shards(source: Union[str, Iterable[str]], *, member: Optional[str] = 
     stored = _cache_args(cache, cache_bytes)
     args = (int(resident or 2), int(io_threads), *stored)
 
-    def column(array: str, name: str) -> StoredColumn:
+    def column(array: str, name: str, native: object = None) -> StoredColumn:
         def make(named: str):
             return _native.stored_shard_column(named, urls, manifest or "", array, *args)
 
-        return StoredColumn(urls, "npz" if array else "npy", make, name)
+        return StoredColumn(urls, "npz" if array else "npy", make, name, native)
 
     if not _npz_urls(urls, member):
         return column("", "x")
     if member is None and manifest is not None:
         raise UsageError("stoke_loader: a manifest of .npz shards describes one array: name it "
                          "with member=")
-    names = [member] if member is not None else list(_native.stored_npz_members(urls, *stored))
-    if not names:
+    if manifest is not None:
+        return {member: column(member, member)}
+    # Without a manifest every object is read whole once, for all its arrays together.
+    made = _native.stored_npz_columns(urls, [member] if member is not None else [], *args)
+    if not made:
         raise UsageError(f"stoke_loader: the npz object '{urls[0]}' holds no array")
-    return {name: column(name, name) for name in names}
+    return {name: column(name, name, native) for name, native in made}
 
 
 def stored_records(source: Union[str, Iterable[str]], code: int, bits: int,

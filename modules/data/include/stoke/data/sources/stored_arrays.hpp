@@ -92,27 +92,46 @@ inline NpyLayout stored_npy_layout(std::span<const std::byte> bytes,
   return layout;
 }
 
-/// The manifest of the objects `keys` of `store`, each read whole and its array's type and
-/// shape found by `info` (given the bytes and the key); `kind` ("npy") names them in errors.
-/// Throws `InputError` naming the object when one holds another type or row shape than the first.
+/// The manifests of `count` arrays of each of the objects `keys` of `store`, each object read
+/// whole once and its arrays' types and shapes found by `infos` (given the bytes and the key;
+/// `count` of them, in order); `kind` ("npy") names the objects in errors. Throws `InputError`
+/// naming the object when an array holds another type or row shape than the first object's.
+inline std::vector<ArrayManifest> make_array_manifests(
+    const storage::ByteStore& store, const std::vector<std::string>& keys, const std::string& kind,
+    std::size_t count,
+    const std::function<std::vector<ArrayInfo>(std::span<const std::byte>, const std::string&)>&
+        infos) {
+  std::vector<ArrayManifest> manifests(count);
+  for (const std::string& key : keys) {
+    const std::vector<std::byte> bytes = store.read(key);
+    const std::vector<ArrayInfo> found = infos(bytes, key);
+    for (std::size_t a = 0; a < count; ++a) {
+      ArrayManifest& manifest = manifests[a];
+      if (manifest.shards.empty()) {
+        manifest.dtype = found[a].dtype;
+        manifest.row_shape = found[a].row_shape();
+      } else if (found[a].dtype != manifest.dtype || found[a].row_shape() != manifest.row_shape) {
+        throw InputError("stoke: " + kind + " object " + store.describe(key) + " holds " +
+                         describe(found[a]) + ", unlike " +
+                         store.describe(manifest.shards.front().key) + " (" +
+                         describe(manifest.info(0)) + ")");
+      }
+      manifest.shards.push_back({key, found[a].rows(), bytes.size()});
+    }
+  }
+  return manifests;
+}
+
+/// The manifest of the one array of each of the objects `keys` of `store` that `info` finds
+/// (see `make_array_manifests`).
 inline ArrayManifest make_array_manifest(
     const storage::ByteStore& store, const std::vector<std::string>& keys, const std::string& kind,
     const std::function<ArrayInfo(std::span<const std::byte>, const std::string&)>& info) {
-  ArrayManifest manifest;
-  for (const std::string& key : keys) {
-    const std::vector<std::byte> bytes = store.read(key);
-    const ArrayInfo found = info(bytes, key);
-    if (manifest.shards.empty()) {
-      manifest.dtype = found.dtype;
-      manifest.row_shape = found.row_shape();
-    } else if (found.dtype != manifest.dtype || found.row_shape() != manifest.row_shape) {
-      throw InputError("stoke: " + kind + " object " + store.describe(key) + " holds " +
-                       describe(found) + ", unlike " + store.describe(manifest.shards.front().key) +
-                       " (" + describe(manifest.info(0)) + ")");
-    }
-    manifest.shards.push_back({key, found.rows(), bytes.size()});
-  }
-  return manifest;
+  return make_array_manifests(store, keys, kind, 1,
+                              [&](std::span<const std::byte> bytes, const std::string& key) {
+                                return std::vector<ArrayInfo>{info(bytes, key)};
+                              })
+      .front();
 }
 
 /// Makes the array of a fetched object: its bytes (which the shard may keep) and its key.

@@ -36,19 +36,32 @@ inline ArrayShard stored_npz_array(std::span<const std::byte> bytes,
 
 }  // namespace detail
 
-/// The manifest of the array `array` (the member `array.npy`, or `array` itself) of the `.npz`
-/// objects `keys` of `store`, in this order (for writing one once; a dataset opened with it then
-/// reads nothing at open). Each object is read whole and its array checked as
-/// `stored_npz_format` checks it (inflated, CRC-32 included). Throws `InputError` naming the
-/// object's URL when one is not a valid archive, has no such array, or holds another type or
-/// row shape than the first.
+/// The manifests of the arrays `arrays` (each the member `<array>.npy`, or `<array>` itself) of
+/// the `.npz` objects `keys` of `store`, one a array, in this order (for writing them once; a
+/// dataset opened with one then reads nothing at open). Each object is read whole once and
+/// each array checked as `stored_npz_format` checks it (inflated, CRC-32 included). Throws
+/// `InputError` naming the object's URL when one is not a valid archive, lacks an array, or
+/// holds another type or row shape than the first.
+inline std::vector<ArrayManifest> make_npz_manifests(const storage::ByteStore& store,
+                                                     const std::vector<std::string>& keys,
+                                                     const std::vector<std::string>& arrays) {
+  return detail::make_array_manifests(
+      store, keys, "npz", arrays.size(),
+      [&](std::span<const std::byte> bytes, const std::string& key) {
+        std::vector<ArrayInfo> infos;
+        for (const std::string& array : arrays) {
+          infos.push_back(detail::stored_npz_array(bytes, nullptr, store, key, array).info());
+        }
+        return infos;
+      });
+}
+
+/// The manifest of the array `array` of the `.npz` objects `keys` of `store` (see
+/// `make_npz_manifests`).
 inline ArrayManifest make_npz_manifest(const storage::ByteStore& store,
                                        const std::vector<std::string>& keys,
                                        const std::string& array) {
-  return detail::make_array_manifest(
-      store, keys, "npz", [&](std::span<const std::byte> bytes, const std::string& key) {
-        return detail::stored_npz_array(bytes, nullptr, store, key, array).info();
-      });
+  return make_npz_manifests(store, keys, {array}).front();
 }
 
 /// How `ShardedArrays` reads the array `array` of the `.npz` shards of `manifest` (from
