@@ -151,6 +151,7 @@ using stoke::loader_state_from_json;
 using stoke::LoaderBatcher;
 using stoke::LoaderOptions;
 using stoke::LoaderState;
+using stoke::locate_in_shards;
 using stoke::MultiThreadLoader;
 using stoke::normalization_table;
 using stoke::parse_loader_state;

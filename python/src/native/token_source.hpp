@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <stoke/core/error.hpp>
+#include <stoke/data/shard_begins.hpp>
 #include <stoke/data/shard_cache.hpp>
 #include <stoke/sequences/megatron_dtype.hpp>
 #include <stoke/sequences/sequence_plan.hpp>
@@ -163,7 +164,7 @@ class TokenSource {
     return std::visit(
         [](const auto& store) {
           return stoke::DocumentLengths(store->size(), [store](std::size_t i) {
-            const auto [k, sequence] = locate(store->shard_begins(), i);
+            const auto [k, sequence] = stoke::locate_in_shards(store->shard_begins(), i);
             return static_cast<std::size_t>(store->lengths(k)[sequence]);
           });
         },
@@ -249,14 +250,6 @@ class TokenSource {
     }
   }
 
-  /// The store of sequence `index` of stores beginning at `begins`, and the sequence within it.
-  static std::pair<std::size_t, std::size_t> locate(const std::vector<std::size_t>& begins,
-                                                    std::size_t index) {
-    const auto next = std::upper_bound(begins.begin(), begins.end(), index);
-    const auto k = static_cast<std::size_t>(next - begins.begin()) - 1;
-    return {k, index - begins[k]};
-  }
-
   /// Tokens of the stores of `store`: their `.bin` files' tokens.
   template <class T>
   static std::size_t tokens_of(const stoke::ShardedTokenStore<T>& store) {
@@ -295,9 +288,7 @@ class TokenSource {
         throw stoke::UsageError("stoke_loader: sequence " + std::to_string(index) +
                                 " is past the token sources' " + std::to_string(offsets.back()));
       }
-      const auto after = std::upper_bound(offsets.begin(), offsets.end(), index);
-      const auto part = static_cast<std::size_t>(after - offsets.begin()) - 1;
-      return {part, index - offsets[part]};
+      return stoke::locate_in_shards(offsets, index);
     }
     /// The sum of `count` over the parts.
     template <class F>

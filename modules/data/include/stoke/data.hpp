@@ -21,6 +21,7 @@
 #include <stoke/data/prefetch.hpp>
 #include <stoke/data/replaced_samples.hpp>
 #include <stoke/data/sample_context.hpp>
+#include <stoke/data/shard_begins.hpp>
 #include <stoke/data/shard_cache.hpp>
 #include <stoke/data/shard_ranks.hpp>
 #include <stoke/data/sharded_order.hpp>

@@ -14,6 +14,7 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/check_index.hpp>
+#include <stoke/data/shard_begins.hpp>
 #include <stoke/data/shard_cache.hpp>
 #include <stoke/data/sources/stored_shard.hpp>
 #include <stoke/images/image.hpp>
@@ -158,13 +159,9 @@ class StoredTarShards {
   [[nodiscard]] std::pair<std::shared_ptr<const FetchedShard>, const detail::WebDatasetSample*>
   find(std::size_t index) const {
     stoke::check_index(index, size(), "StoredTarShards");
-    const auto& begins = shared_->begins;
-    const std::size_t k =
-        static_cast<std::size_t>(std::upper_bound(begins.begin(), begins.end(), index) -
-                                 begins.begin()) -
-        1;
+    const auto [k, within] = locate_in_shards(shared_->begins, index);
     std::shared_ptr<const FetchedShard> shard = shared_->cache->acquire(k);
-    const detail::WebDatasetSample* sample = &shard->samples[index - begins[k]];
+    const detail::WebDatasetSample* sample = &shard->samples[within];
     return {std::move(shard), sample};
   }
 

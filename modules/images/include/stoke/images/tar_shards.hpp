@@ -21,6 +21,7 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/check_index.hpp>
+#include <stoke/data/shard_begins.hpp>
 #include <stoke/data/sources/mmap_records.hpp>
 #include <stoke/data/sources/sharded_arrays.hpp>
 #include <stoke/images/detail/tar_reader.hpp>
@@ -213,10 +214,7 @@ class TarShards {
 
   /// The shard of sample `index` and its place in it.
   [[nodiscard]] std::pair<std::size_t, std::size_t> locate(std::size_t index) const {
-    const auto& begins = shared_->begins;
-    const auto next = std::upper_bound(begins.begin(), begins.end(), index);
-    const auto k = static_cast<std::size_t>(next - begins.begin()) - 1;
-    return {k, index - begins[k]};
+    return locate_in_shards(shared_->begins, index);
   }
 
   /// Advises plan[advised_upto, end) (the caller holds the lock).

@@ -15,6 +15,7 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/check_index.hpp>
+#include <stoke/data/shard_begins.hpp>
 #include <stoke/data/shard_cache.hpp>
 #include <stoke/data/sources/array_shard.hpp>
 #include <stoke/sequences/megatron_dtype.hpp>
@@ -73,12 +74,8 @@ class StoredTokenStore {
   /// alive. Throws `UsageError` when out of range, and what the fetch throws.
   [[nodiscard]] ArrayRow<T> get(std::size_t index) const {
     stoke::check_index(index, size(), "StoredTokenStore");
-    const auto& begins = shared_->begins;
-    const auto k = static_cast<std::size_t>(std::upper_bound(begins.begin(), begins.end(), index) -
-                                            begins.begin()) -
-                   1;
+    const auto [k, sequence] = locate_in_shards(shared_->begins, index);
     const Index& idx = shared_->indexes[k];
-    const std::size_t sequence = index - begins[k];
     const auto length = static_cast<std::size_t>(idx.lengths()[sequence]);
     std::shared_ptr<const Bin> bin = shared_->cache->acquire(k);
     if (length == 0) return {{}, bin};

@@ -22,6 +22,7 @@
 
 #include <stoke/core/error.hpp>
 #include <stoke/data/check_index.hpp>
+#include <stoke/data/shard_begins.hpp>
 #include <stoke/data/shard_cache.hpp>
 #include <stoke/data/sources/array_shard.hpp>
 
@@ -300,10 +301,7 @@ class ShardedArrays {
 
   /// The shard of row `index` and the row within it.
   [[nodiscard]] std::pair<std::size_t, std::size_t> locate(std::size_t index) const {
-    const auto& begins = shared_->begins;
-    const auto next = std::upper_bound(begins.begin(), begins.end(), index);
-    const auto k = static_cast<std::size_t>(next - begins.begin()) - 1;
-    return {k, index - begins[k]};
+    return locate_in_shards(shared_->begins, index);
   }
 
   std::shared_ptr<Shared> shared_;
